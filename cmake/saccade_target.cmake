@@ -1,0 +1,43 @@
+# Shared compile settings for every saccade target.
+
+# Version and commit baked into run folders and checkpoints.
+execute_process(
+  COMMAND git describe --always --dirty --tags
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+  OUTPUT_VARIABLE SACCADE_GIT_COMMIT
+  OUTPUT_STRIP_TRAILING_WHITESPACE
+  ERROR_QUIET)
+if(NOT SACCADE_GIT_COMMIT)
+  set(SACCADE_GIT_COMMIT "unknown")
+endif()
+
+# Warnings, sanitizers and the include root (`#include "models/attention.h"`).
+function(saccade_configure_target target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter)
+  if(SACCADE_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(SACCADE_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+# Targets whose sources include torch headers reuse one precompiled header (src/pch/), which
+# turns a ~45 s translation unit into a few seconds.
+function(saccade_use_torch_pch target)
+  target_precompile_headers(${target} REUSE_FROM saccade_torch_pch)
+endfunction()
+
+# A static library for one stage folder under src/.
+function(saccade_add_library target)
+  cmake_parse_arguments(ARG "TORCH" "" "SOURCES;DEPENDS" ${ARGN})
+  add_library(${target} STATIC ${ARG_SOURCES})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(${target} PUBLIC ${ARG_DEPENDS})
+  saccade_configure_target(${target})
+  if(ARG_TORCH)
+    target_link_libraries(${target} PUBLIC torch)
+    saccade_use_torch_pch(${target})
+  endif()
+endfunction()

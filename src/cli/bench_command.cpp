@@ -1,0 +1,65 @@
+// `saccade bench <case>`: speed measurements printed with the machine's matmul GFLOP/s.
+// Each case is one function; the table below is the only place that lists them.
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/runtime.h"
+
+namespace saccade::cli {
+
+int bench_decoder(const Job& job);  // bench_decoder.cpp
+int bench_loader(const Job& job);   // bench_loader.cpp
+
+namespace {
+
+struct BenchCase {
+  std::string name;
+  std::string summary;
+  int (*run)(const Job&);
+};
+
+// Prints the facts every benchmark result is read against: cores, threads, wait policy, BLAS speed.
+int bench_machine(const Job&) {
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::cout << "host " << host << ", " << std::thread::hardware_concurrency()
+            << " cores, OMP_WAIT_POLICY=" << (wait_policy ? wait_policy : "(unset)") << "\n";
+  for (int size : {256, 1024, 2048}) {
+    std::cout << "matmul " << size << "x" << size << ": " << measure_matmul_gflops(size) << " GFLOP/s\n";
+  }
+  return 0;
+}
+
+const std::vector<BenchCase>& bench_cases() {
+  static const std::vector<BenchCase> table = {
+      {"machine", "cores, OpenMP wait policy and matmul GFLOP/s", bench_machine},
+      {"decoder", "one decoder training step (peers' configuration): images/s, GFLOP/s, profile",
+       bench_decoder},
+      {"loader", "images/s: decode+resize from files, reads from the image cache, whole loader batches",
+       bench_loader},
+  };
+  return table;
+}
+
+}  // namespace
+
+int run_bench(const Job& job) {
+  const auto& positional = job.invocation->positional;
+  std::string known;
+  for (const auto& bench : bench_cases()) known += "\n  " + bench.name + "  " + bench.summary;
+  if (positional.size() != 1) {
+    throw ConfigError("saccade bench needs exactly one case; cases:" + known);
+  }
+  for (const auto& bench : bench_cases()) {
+    if (bench.name == positional.front()) return bench.run(job);
+  }
+  throw ConfigError("Unknown bench case '" + positional.front() + "'; cases:" + known);
+}
+
+}  // namespace saccade::cli

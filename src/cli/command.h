@@ -1,0 +1,72 @@
+// The contract between the `saccade` front end (main.cpp) and each command.
+//
+// main.cpp parses the command line into an Invocation, composes the config (for commands that
+// use one), expands a multirun into jobs, creates each job's run folder, applies the runtime
+// settings, and calls the command's `run` once per job with a Job.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace saccade::cli {
+
+// Exit codes: 0 success, 1 a run failed (I/O, numerics, state), 2 usage or configuration error.
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct FlagSpec {
+  std::string name;        // "--run"
+  std::string value_name;  // "DIR"; empty for a boolean switch
+  std::string help;        // one line
+};
+
+struct Invocation;
+struct Job;
+
+struct CommandSpec {
+  std::string name;                  // "train"
+  std::string summary;               // one line for `saccade --help`
+  std::string description;           // a paragraph for `saccade <name> --help`
+  std::vector<FlagSpec> flags;       // command-specific flags
+  bool composes_config = true;       // whether configs/ is composed (and overrides accepted)
+  bool creates_run_folder = false;   // whether each job gets a run folder under run.dir
+  bool accepts_positional = false;   // whether bare arguments (files) are accepted
+  int (*run)(const Job&) = nullptr;  // nullptr: "not implemented yet"
+};
+
+struct Invocation {
+  const CommandSpec* command = nullptr;
+  std::vector<std::string> argv;             // the whole command line, argv[0] included
+  std::map<std::string, std::string> flags;  // command-specific flags given ("--json" -> "")
+  std::vector<std::string> positional;       // bare arguments
+  ComposeRequest request;                    // config dir/name and overrides
+  bool multirun = false;
+
+  bool has_flag(const std::string& name) const { return flags.count(name) > 0; }
+  // The value of a flag, or `fallback` when it was not given.
+  std::string flag(const std::string& name, const std::string& fallback = "") const;
+};
+
+struct Job {
+  const Invocation* invocation = nullptr;
+  Composition composition;             // empty for commands that compose no config
+  std::vector<std::string> overrides;  // this job's overrides (a multirun job's own values)
+  int number = 0;                      // job number within a multirun, 0 for a single run
+  std::filesystem::path run_dir;       // empty unless the command creates run folders
+};
+
+// Every command saccade knows, in `--help` order.
+const std::vector<CommandSpec>& commands();
+
+// Implemented commands (one file each under cli/).
+int run_train(const Job& job);
+int run_extract(const Job& job);
+int run_score(const Job& job);
+int run_bench(const Job& job);
+int run_prepare(const Job& job);
+
+}  // namespace saccade::cli

@@ -1,0 +1,95 @@
+// The table of saccade's commands: names, help texts, flags, and the function that runs each.
+#include "cli/command.h"
+
+namespace saccade::cli {
+
+std::string Invocation::flag(const std::string& name, const std::string& fallback) const {
+  const auto it = flags.find(name);
+  return it == flags.end() ? fallback : it->second;
+}
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> table = {
+      {"train",
+       "Train a captioner; the run lands in experiments/<run.name>/<timestamp>/.",
+       "Composes the config (configs/config.yaml plus overrides), creates the run folder with the\n"
+       "resolved config, and trains. With -m, sweeps every combination of the comma-separated values,\n"
+       "one numbered sub-folder per job. Example: saccade train experiment=shapes_soft train.lr=1e-3",
+       {},
+       true,
+       true,
+       false,
+       run_train},
+      {"eval",
+       "Decode a split with a trained run's best checkpoint and score it.",
+       "Loads <run>/checkpoints/best, decodes the split, writes results/<split>.json and scores.",
+       {},
+       true,
+       false,
+       false,
+       nullptr},
+      {"score",
+       "Score any captions (COCO results JSON) against references: BLEU, METEOR, ROUGE-L, CIDEr-D.",
+       "Reads a COCO results file and a COCO or Karpathy reference file and prints the metrics as the\n"
+       "coco-caption scorer computes them. METEOR needs Java and eval.meteor_jar=/path/to/meteor-1.5.jar.",
+       {{"--references", "FILE", "COCO captions JSON or Karpathy split JSON"},
+        {"--results", "FILE", "COCO results JSON: [{\"image_id\": ..., \"caption\": ...}]"},
+        {"--allow-partial", "", "score the intersection when ids differ"}},
+       true,
+       false,
+       false,
+       run_score},
+      {"caption",
+       "Caption images with a trained run and draw where the model looked.",
+       "Captions every image given (files or folders), prints file<TAB>caption and writes overlays.",
+       {{"--run", "DIR", "the run folder whose best checkpoint to use"},
+        {"--beam", "K", "beam size"},
+        {"--out", "DIR", "where overlays go"},
+        {"--json", "", "machine-readable output"}},
+       false,
+       false,
+       true,
+       nullptr},
+      {"visualize",
+       "Draw attention overlays for dataset images with their references.",
+       "Writes overlay grids for n images of a split, with the references beside the caption.",
+       {{"--run", "DIR", "the run folder whose best checkpoint to use"}},
+       true,
+       false,
+       false,
+       nullptr},
+      {"extract",
+       "Run the encoder over a split or loose images and cache the annotation grids.",
+       "Writes fp16 safetensors shards for every split of the dataset (in --out DIR, default\n"
+       "<dataset.cache_dir>/features/<encoder.name>/<split>/), or with --images one f32 [D,H,W]\n"
+       "tensor per image keyed by file name. Example: saccade extract --images photos/ --out g.safetensors\n"
+       "encoder=resnet101 encoder.weights=resnet101.safetensors",
+       {{"--images", "PATH", "image files or folders (more may follow as arguments) instead of a dataset"},
+        {"--out", "PATH", "output safetensors file for --images, or the feature cache folder"}},
+       true,
+       false,
+       true,
+       run_extract},
+      {"prepare",
+       "Materialize a dataset: the shapes world as PNGs + Karpathy JSON, image caches.",
+       "For dataset=shapes, generates the images, captions and boxes deterministically from the seed.\n"
+       "For every dataset, writes the preprocessed image cache of each split.",
+       {},
+       true,
+       false,
+       false,
+       run_prepare},
+      {"bench",
+       "Measure speed: `saccade bench <case>`; `saccade bench --help` lists the cases.",
+       "Runs one benchmark case and prints its numbers beside the machine's matmul GFLOP/s.\n"
+       "Run `saccade bench` with no case to list the cases.",
+       {},
+       true,
+       false,
+       true,
+       run_bench},
+  };
+  return table;
+}
+
+}  // namespace saccade::cli

@@ -1,0 +1,306 @@
+// saccade: the command-line front end. Parses `saccade <command> [flags] [overrides]`, composes
+// the config, expands a multirun, creates run folders and runs the command once per job.
+// Every failure ends here as one line on stderr and exit code 1 (run failed) or 2 (usage/config).
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/runtime.h"
+#include "config/config.h"
+#include "io/log.h"
+#include "io/run_folder.h"
+
+namespace saccade::cli {
+namespace {
+
+const char* const kGroups[] = {"dataset", "encoder", "decoder", "train", "experiment"};
+
+std::filesystem::path default_config_dir() {
+  return std::filesystem::path(SACCADE_SOURCE_DIR) / "configs";
+}
+
+// What main() does with an invocation besides running it.
+enum class Action { run, print_config, print_defaults, help };
+
+struct Parsed {
+  Invocation invocation;
+  Action action = Action::run;
+};
+
+std::string usage_line(const CommandSpec& command) {
+  std::string line = "usage: saccade " + command.name;
+  for (const auto& flag : command.flags) {
+    line += " [" + flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name) + "]";
+  }
+  if (command.accepts_positional) line += " [ARGS...]";
+  if (command.composes_config) line += " [-m] [--cfg] [--info defaults] [-cp DIR] [-cn NAME] [OVERRIDES...]";
+  return line;
+}
+
+void print_global_help(std::ostream& out) {
+  out << "saccade " << saccade_version() << ": attention-based image captioning (Show, Attend and Tell)\n\n"
+      << "usage: saccade <command> [flags] [key=value overrides...]\n\ncommands:\n";
+  for (const auto& command : commands()) {
+    out << "  " << command.name << std::string(12 - std::min<size_t>(11, command.name.size()), ' ')
+        << command.summary << "\n";
+  }
+  out << "\nconfig groups (pick with group=option, e.g. encoder=resnet101):\n";
+  const auto config_dir = default_config_dir();
+  for (const char* group : kGroups) {
+    std::string options;
+    try {
+      for (const auto& option : group_options(config_dir, group))
+        options += (options.empty() ? "" : ", ") + option;
+    } catch (const std::exception&) {
+      options = "(none)";
+    }
+    out << "  " << group << std::string(12 - std::min<size_t>(11, std::string(group).size()), ' ') << options
+        << "\n";
+  }
+  out << "\nflags for config-driven commands:\n"
+      << "  --cfg             print the composed, resolved config and exit\n"
+      << "  --info defaults   print the final defaults list and exit\n"
+      << "  -cp, --config-path DIR   config folder (default: the repository's configs/)\n"
+      << "  -cn, --config-name NAME  primary config name (default: config)\n"
+      << "  -m, --multirun    sweep: key=a,b  key=range(0,3)  key=choice(a,b)\n"
+      << "\noverrides: group=option  a.b=value  +a.b=value (add)  ++a.b=value (add or set)  ~a.b (delete)\n"
+      << "Run `saccade <command> --help` for a command's own flags.\n";
+}
+
+void print_command_help(const CommandSpec& command) {
+  std::cout << usage_line(command) << "\n\n" << command.summary << "\n\n" << command.description << "\n";
+  if (!command.flags.empty()) {
+    std::cout << "\nflags:\n";
+    for (const auto& flag : command.flags) {
+      std::string left = flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name);
+      std::cout << "  " << left << std::string(std::max<int>(2, 20 - static_cast<int>(left.size())), ' ')
+                << flag.help << "\n";
+    }
+  }
+}
+
+const CommandSpec& find_command(const std::string& name) {
+  for (const auto& command : commands()) {
+    if (command.name == name) return command;
+  }
+  std::string known;
+  for (const auto& command : commands()) known += (known.empty() ? "" : ", ") + command.name;
+  throw ConfigError("Unknown command '" + name + "'. Commands: " + known + " (see saccade --help)");
+}
+
+const FlagSpec* find_flag(const CommandSpec& command, const std::string& name) {
+  for (const auto& flag : command.flags) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+bool is_override(const std::string& token) {
+  return token.find('=') != std::string::npos || token.rfind("~", 0) == 0 || token.rfind("+", 0) == 0;
+}
+
+Parsed parse_arguments(int argc, char** argv) {
+  Parsed parsed;
+  Invocation& invocation = parsed.invocation;
+  invocation.argv.assign(argv, argv + argc);
+  invocation.command = &find_command(argv[1]);
+  const CommandSpec& command = *invocation.command;
+  invocation.request.config_dir = default_config_dir();
+
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string token = args[i];
+    std::string inline_value;
+    const bool is_flag = token.rfind("-", 0) == 0;
+    if (is_flag && token.rfind("--", 0) == 0 && token.find('=') != std::string::npos) {
+      inline_value = token.substr(token.find('=') + 1);
+      token = token.substr(0, token.find('='));
+    }
+    auto take_value = [&](const std::string& name) {
+      if (!inline_value.empty()) return inline_value;
+      if (i + 1 >= args.size()) throw ConfigError("Flag " + name + " needs a value");
+      return args[++i];
+    };
+    if (token == "--help" || token == "-h") {
+      parsed.action = Action::help;
+    } else if (is_flag && command.composes_config && token == "--cfg") {
+      parsed.action = Action::print_config;
+      if (i + 1 < args.size() && (args[i + 1] == "job" || args[i + 1] == "all")) ++i;
+    } else if (is_flag && command.composes_config && token == "--resolve") {
+      // The printed config is always resolved; accepted for Hydra users' muscle memory.
+    } else if (is_flag && command.composes_config && token == "--info") {
+      const std::string what = i + 1 < args.size() && !is_override(args[i + 1]) ? args[++i] : "defaults";
+      if (what != "defaults") throw ConfigError("--info supports only 'defaults', got '" + what + "'");
+      parsed.action = Action::print_defaults;
+    } else if (is_flag && command.composes_config && (token == "-cp" || token == "--config-path")) {
+      invocation.request.config_dir = take_value(token);
+    } else if (is_flag && command.composes_config && (token == "-cn" || token == "--config-name")) {
+      invocation.request.config_name = take_value(token);
+    } else if (is_flag && command.composes_config && (token == "-m" || token == "--multirun")) {
+      invocation.multirun = true;
+    } else if (is_flag) {
+      const FlagSpec* flag = find_flag(command, token);
+      if (flag == nullptr) {
+        throw ConfigError(
+            "Unknown flag '" + token + "' for 'saccade " + command.name + "'. " + usage_line(command));
+      }
+      invocation.flags[flag->name] = flag->value_name.empty() ? "" : take_value(flag->name);
+    } else if (command.composes_config && is_override(token)) {
+      invocation.request.overrides.push_back(token);
+    } else if (command.accepts_positional) {
+      invocation.positional.push_back(token);
+    } else {
+      throw ConfigError(
+          "Unexpected argument '" + token + "' for 'saccade " + command.name + "'. " + usage_line(command));
+    }
+  }
+  return parsed;
+}
+
+void print_defaults(const Composition& composition) {
+  std::cout << "Defaults List\n*************\n";
+  for (const auto& entry : composition.defaults) {
+    std::cout << "| " << (entry.is_self ? entry.parent + " (_self_)" : entry.config_path)
+              << " | package: " << (entry.package.empty() ? "<root>" : entry.package)
+              << " | parent: " << (entry.parent.empty() ? "-" : entry.parent) << " |\n";
+  }
+}
+
+// Returns `dir`, or `dir-1`, `dir-2`, ... when a run started in the same second already owns it.
+std::filesystem::path unused_folder(const std::filesystem::path& dir) {
+  std::filesystem::path candidate = dir;
+  for (int suffix = 1; std::filesystem::exists(candidate) && !std::filesystem::is_empty(candidate);
+       ++suffix) {
+    candidate = dir.string() + "-" + std::to_string(suffix);
+  }
+  return candidate;
+}
+
+int run_jobs(const Invocation& invocation, Action action) {
+  const CommandSpec& command = *invocation.command;
+  std::vector<std::vector<std::string>> job_overrides;
+  if (invocation.multirun) {
+    job_overrides = expand_sweeps(invocation.request.overrides);
+  } else {
+    reject_sweeps(invocation.request.overrides);
+    job_overrides = {invocation.request.overrides};
+  }
+
+  if (action == Action::print_config || action == Action::print_defaults) {
+    ComposeRequest request = invocation.request;
+    request.overrides = job_overrides.front();
+    const Composition composition = compose(request);
+    if (action == Action::print_config) {
+      std::cout << composition.config.to_yaml(true);
+    } else {
+      print_defaults(composition);
+    }
+    return 0;
+  }
+  if (command.run == nullptr) {
+    std::cerr << "saccade: '" << command.name << "' is not implemented yet\n";
+    return kExitFailure;
+  }
+
+  const RunRecord record{command.name, invocation.argv, invocation.request.overrides};
+  std::filesystem::path sweep_dir;
+  int worst = 0;
+  for (size_t number = 0; number < job_overrides.size(); ++number) {
+    Job job;
+    job.invocation = &invocation;
+    job.overrides = job_overrides[number];
+    job.number = static_cast<int>(number);
+    ComposeRequest request = invocation.request;
+    request.overrides = job.overrides;
+    job.composition = compose(request);
+    const RuntimeOptions runtime = runtime_options_from(job.composition.config);
+    validate(runtime);
+    apply_runtime(runtime);
+    if (command.creates_run_folder) {
+      if (invocation.multirun) {
+        if (sweep_dir.empty()) {
+          sweep_dir = unused_folder(job.composition.config.get<std::string>("run.sweep_dir"));
+          write_multirun_record(sweep_dir, record, job_overrides);
+          log::info() << "Sweep of " << job_overrides.size() << " jobs in " << sweep_dir.string();
+        }
+        job.run_dir = sweep_dir / std::to_string(number);
+      } else {
+        job.run_dir = unused_folder(job.composition.config.get<std::string>("run.dir"));
+      }
+      create_run_folder(
+          job.run_dir, job.composition, RunRecord{command.name, invocation.argv, job.overrides});
+    }
+    if (invocation.multirun)
+      log::info() << "Job #" << number << ": " << [&] {
+        std::string text;
+        for (const auto& item : job.overrides) text += (text.empty() ? "" : " ") + item;
+        return text;
+      }();
+    worst = std::max(worst, command.run(job));
+    log::set_file("");
+  }
+  return worst;
+}
+
+// The first line of a message: c10 errors carry source locations and backtraces after it.
+std::string first_line(const std::string& message) {
+  return message.substr(0, message.find('\n'));
+}
+
+}  // namespace
+}  // namespace saccade::cli
+
+int main(int argc, char** argv) {
+  using namespace saccade;
+  using namespace saccade::cli;
+  ensure_passive_openmp(argv);
+  if (argc < 2) {
+    print_global_help(std::cerr);
+    return kExitUsage;
+  }
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    print_global_help(std::cout);
+    return 0;
+  }
+  if (first == "--version") {
+    std::cout << "saccade " << saccade_version() << " (" << saccade_commit() << ")\n";
+    return 0;
+  }
+  try {
+    const Parsed parsed = parse_arguments(argc, argv);
+    if (parsed.action == Action::help) {
+      print_command_help(*parsed.invocation.command);
+      return 0;
+    }
+    if (!parsed.invocation.command->composes_config) {
+      if (parsed.invocation.command->run == nullptr) {
+        std::cerr << "saccade: '" << parsed.invocation.command->name << "' is not implemented yet\n";
+        return kExitFailure;
+      }
+      Job job;
+      job.invocation = &parsed.invocation;
+      apply_runtime(RuntimeOptions{});
+      return parsed.invocation.command->run(job);
+    }
+    return run_jobs(parsed.invocation, parsed.action);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "saccade: error: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const c10::Error& error) {
+    std::cerr << "saccade: error: " << first_line(error.what_without_backtrace()) << "\n";
+    return kExitFailure;
+  } catch (const std::exception& error) {
+    std::cerr << "saccade: error: " << error.what() << "\n";
+    return kExitFailure;
+  } catch (...) {
+    std::cerr << "saccade: error: unknown failure\n";
+    return kExitFailure;
+  }
+}

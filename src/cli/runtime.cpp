@@ -1,0 +1,81 @@
+// Runtime set-up: thread pools, the reference-BLAS warning, passive OpenMP waiting.
+#include "cli/runtime.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "io/log.h"
+
+namespace saccade::cli {
+
+RuntimeOptions runtime_options_from(const Config& config) {
+  RuntimeOptions options;
+  options.threads = config.get<int>("runtime.threads");
+  options.log_level = config.get<std::string>("runtime.log_level");
+  options.check_blas = config.get<bool>("runtime.check_blas");
+  return options;
+}
+
+void validate(const RuntimeOptions& options) {
+  if (options.threads < 0) {
+    throw ConfigError("runtime.threads must be >= 0 (0 = all cores), got " + std::to_string(options.threads));
+  }
+  log::parse_level(options.log_level);
+}
+
+double measure_matmul_gflops(int size) {
+  torch::NoGradGuard no_grad;
+  const auto a = torch::rand({size, size});
+  const auto b = torch::rand({size, size});
+  auto c = torch::mm(a, b);  // warm-up: thread pools, BLAS initialization
+  std::vector<double> seconds;
+  for (int repeat = 0; repeat < 7; ++repeat) {
+    const auto start = std::chrono::steady_clock::now();
+    c = torch::mm(a, b);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  const double flops = 2.0 * size * size * size;
+  return flops / std::max(seconds[seconds.size() / 2], 1e-9) / 1e9;
+}
+
+void apply_runtime(const RuntimeOptions& options) {
+  log::set_console_level(log::parse_level(options.log_level));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : cores;
+  at::set_num_threads(threads);
+  static std::once_flag interop_once;
+  std::call_once(interop_once, [threads] { at::set_num_interop_threads(threads); });
+
+  static std::once_flag blas_once;
+  if (options.check_blas) {
+    std::call_once(blas_once, [] {
+      constexpr double kReferenceBlasGflops = 5.0;
+      const double gflops = measure_matmul_gflops();
+      log::debug() << "256x256 matmul: " << gflops << " GFLOP/s";
+      if (gflops < kReferenceBlasGflops) {
+        log::warn() << "matrix products run at " << gflops
+                    << " GFLOP/s: this looks like the reference BLAS (~40x slower than OpenBLAS). HINT: "
+                       "install libopenblas0-pthread (scripts/setup.sh) or check `update-alternatives "
+                       "--display libblas.so.3-x86_64-linux-gnu`";
+      }
+    });
+  }
+}
+
+void ensure_passive_openmp(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc): carry on with libgomp's default policy.
+}
+
+}  // namespace saccade::cli

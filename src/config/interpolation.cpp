@@ -1,0 +1,287 @@
+// OmegaConf interpolation: parsing `${...}` in strings and evaluating it against the tree.
+#include "config/interpolation.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <mutex>
+
+#include "config/config.h"
+#include "config/overrides.h"
+#include "config/yaml_tree.h"
+
+namespace saccade::config_detail {
+namespace {
+
+std::string trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+std::string where(const NodePath& at) {
+  return " (from '" + join_key(at) + "')";
+}
+
+// The index just past the '}' closing the "${" at `start`, or npos.
+size_t interpolation_end(const std::string& text, size_t start) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == '\\')
+        ++i;
+      else if (c == quote)
+        quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string::npos;
+}
+
+// Splits resolver arguments at commas outside quotes, brackets and nested interpolations.
+std::vector<std::string> split_arguments(const std::string& text) {
+  std::vector<std::string> args;
+  int depth = 0;
+  char quote = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == '\\')
+        ++i;
+      else if (c == quote)
+        quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      args.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  args.push_back(text.substr(start));
+  return args;
+}
+
+// Local time of the first ${now:} in this process, formatted once per format (Hydra registers
+// `now` as a cached resolver, so every read and every job of a sweep sees the same run time).
+std::string now_text(const std::string& format) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> cache;
+  static const std::time_t start = std::time(nullptr);
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto found = cache.find(format);
+  if (found != cache.end()) return found->second;
+  std::tm local{};
+  localtime_r(&start, &local);
+  char buffer[512];
+  const size_t length = std::strftime(buffer, sizeof(buffer), format.c_str(), &local);
+  return cache[format] = std::string(buffer, length);
+}
+
+// Pops the interpolation being evaluated, also when evaluation throws.
+class ActiveGuard {
+ public:
+  ActiveGuard(std::vector<NodePath>& active, const NodePath& path) : active_(active) {
+    active_.push_back(path);
+  }
+  ~ActiveGuard() { active_.pop_back(); }
+  ActiveGuard(const ActiveGuard&) = delete;
+  ActiveGuard& operator=(const ActiveGuard&) = delete;
+
+ private:
+  std::vector<NodePath>& active_;
+};
+
+}  // namespace
+
+Resolver::Resolver(const YAML::Node& root) : root_(root) {}
+
+std::optional<Located> Resolver::find(const NodePath& path) {
+  Located current{root_, {}};
+  for (const auto& segment : path) {
+    const Located container = dereference(current);
+    const YAML::Node child = find_child(container.node, segment);
+    if (!child) return std::nullopt;
+    NodePath child_path = container.path;
+    child_path.push_back(segment);
+    current = Located{child, child_path, container.computed};
+  }
+  return current;
+}
+
+Located Resolver::dereference(const Located& at) {
+  if (at.computed || !is_interpolation(at.node)) return at;
+  const auto cycle = std::find(active_.begin(), active_.end(), at.path);
+  if (cycle != active_.end()) {
+    std::string chain;
+    for (auto it = cycle; it != active_.end(); ++it) chain += join_key(*it) + " -> ";
+    throw ConfigError("Recursive interpolation detected: " + chain + join_key(at.path));
+  }
+  ActiveGuard guard(active_, at.path);
+  return evaluate(at.node.Scalar(), at.path);
+}
+
+YAML::Node Resolver::resolve_tree(const Located& at) {
+  const Located value = dereference(at);
+  if (!value.node.IsMap() && !value.node.IsSequence()) return YAML::Clone(value.node);
+  YAML::Node out(value.node.IsMap() ? YAML::NodeType::Map : YAML::NodeType::Sequence);
+  size_t index = 0;
+  for (auto it = value.node.begin(); it != value.node.end(); ++it, ++index) {
+    NodePath child_path = value.path;
+    if (value.node.IsMap()) {
+      child_path.push_back(it->first.Scalar());
+      out[it->first.Scalar()] = resolve_tree(Located{it->second, child_path, value.computed});
+    } else {
+      child_path.push_back(std::to_string(index));
+      out.push_back(resolve_tree(Located{*it, child_path, value.computed}));
+    }
+  }
+  return out;
+}
+
+// A string that is exactly one interpolation takes the value's type; anything else is a string.
+Located Resolver::evaluate(const std::string& text, const NodePath& at) {
+  if (text.rfind("${", 0) == 0 && interpolation_end(text, 0) == text.size()) {
+    size_t pos = 0;
+    return interpolation(text, pos, at);
+  }
+  return Located{string_node(interpolate_string(text, at)), at, true};
+}
+
+std::string Resolver::interpolate_string(const std::string& text, const NodePath& at) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t run = 0;
+    while (i + run < text.size() && text[i + run] == '\\') ++run;
+    const bool before_interpolation = text.compare(i + run, 2, "${") == 0;
+    if (run > 0 && !before_interpolation) {
+      out.append(run, '\\');
+      i += run;
+      continue;
+    }
+    if (!before_interpolation) {
+      out += text[i++];
+      continue;
+    }
+    // Backslashes before "${" escape each other in pairs; an odd one escapes the "${".
+    out.append(run / 2, '\\');
+    i += run;
+    if (run % 2 == 1) {
+      out += "${";
+      i += 2;
+      continue;
+    }
+    const Located value = interpolation(text, i, at);
+    out += python_str(resolve_tree(value));
+  }
+  return out;
+}
+
+Located Resolver::interpolation(const std::string& text, size_t& pos, const NodePath& at) {
+  const size_t end = interpolation_end(text, pos);
+  if (end == std::string::npos) throw ConfigError("Unterminated interpolation in '" + text + "'" + where(at));
+  const std::string inner = text.substr(pos + 2, end - pos - 3);
+  pos = end;
+  // The head up to the first top-level ':' is a resolver name; without one it is a key, whose
+  // nested interpolations are evaluated to build it.
+  std::string head;
+  size_t i = 0;
+  while (i < inner.size() && inner[i] != ':') {
+    if (inner.compare(i, 2, "${") == 0) {
+      head += python_str(resolve_tree(interpolation(inner, i, at)));
+    } else {
+      head += inner[i++];
+    }
+  }
+  head = trim(head);
+  if (i == inner.size()) {
+    if (head.empty()) throw ConfigError("Empty interpolation '" + text + "'" + where(at));
+    const Located target = dereference(select(head, at));
+    if (!target.computed && is_missing(target.node)) {
+      throw ConfigError(
+          "Missing mandatory value: " + join_key(target.path) + " (interpolated by '" + join_key(at) + "')");
+    }
+    return target;
+  }
+  std::vector<YAML::Node> args;
+  const std::string arg_text = inner.substr(i + 1);
+  if (!trim(arg_text).empty()) {
+    for (const auto& arg : split_arguments(arg_text)) args.push_back(argument(arg, at));
+  }
+  return Located{call_resolver(head, args, at), at, true};
+}
+
+Located Resolver::select(const std::string& key, const NodePath& at) {
+  const size_t dots =
+      key.find_first_not_of('.') == std::string::npos ? key.size() : key.find_first_not_of('.');
+  NodePath path;
+  if (dots > 0) {
+    // The first dot is the level of the node holding the interpolation; each further dot goes up.
+    if (at.size() < dots) throw ConfigError("Interpolation key '" + key + "' not found" + where(at));
+    path.assign(at.begin(), at.end() - static_cast<long>(dots));
+  }
+  for (const auto& segment : split_key(key.substr(dots))) path.push_back(segment);
+  const auto found = find(path);
+  if (!found) throw ConfigError("Interpolation key '" + key + "' not found" + where(at));
+  return *found;
+}
+
+YAML::Node Resolver::argument(const std::string& text, const NodePath& at) {
+  const std::string arg = trim(text);
+  if (arg.empty()) return string_node("");
+  const char first = arg.front();
+  if ((first == '\'' || first == '"') && arg.size() >= 2 && arg.back() == first) {
+    std::string body;
+    for (size_t i = 1; i + 1 < arg.size(); ++i) {
+      if (arg[i] == '\\' && i + 2 < arg.size() && arg[i + 1] == first) ++i;
+      body += arg[i];
+    }
+    return string_node(body.find("${") == std::string::npos ? body : interpolate_string(body, at));
+  }
+  if (arg.find("${") != std::string::npos) return resolve_tree(evaluate(arg, at));
+  try {
+    return parse_value_element(arg);
+  } catch (const ConfigError&) {
+    throw ConfigError("Invalid resolver argument '" + arg + "'" + where(at));
+  }
+}
+
+YAML::Node Resolver::call_resolver(
+    const std::string& name, const std::vector<YAML::Node>& args, const NodePath& at) {
+  if (name == "oc.env") {
+    if (args.empty() || args.size() > 2)
+      throw ConfigError("oc.env takes a variable name and an optional default" + where(at));
+    const std::string variable = python_str(args[0]);
+    if (const char* value = std::getenv(variable.c_str())) return string_node(value);
+    if (args.size() == 1) throw ConfigError("Environment variable '" + variable + "' not found" + where(at));
+    return args[1].IsNull() ? args[1] : string_node(python_str(args[1]));
+  }
+  if (name == "oc.decode") {
+    if (args.size() != 1) throw ConfigError("oc.decode takes one string" + where(at));
+    if (args[0].IsNull()) return args[0];
+    if (!args[0].IsScalar() || scalar_kind(args[0]) != ScalarKind::kString) {
+      throw ConfigError("oc.decode can only take strings or None as input" + where(at));
+    }
+    return parse_value_element(args[0].Scalar());
+  }
+  if (name == "now") {
+    if (args.size() != 1) throw ConfigError("now takes one strftime format" + where(at));
+    return string_node(now_text(python_str(args[0])));
+  }
+  throw ConfigError("Unsupported interpolation type " + name + where(at));
+}
+
+}  // namespace saccade::config_detail

@@ -1,0 +1,71 @@
+// OmegaConf interpolation over a yaml-cpp tree, evaluated lazily at read time (not part of the
+// public API).
+//
+//   ${a.b}                   the node at a.b (absolute); ${.x} a sibling, ${..x} a parent's sibling
+//   ${plans.${selected}}     nested interpolations build the key
+//   x: ${a}                  a whole-value interpolation keeps the referenced type (may be a subtree)
+//   p: /data/${name}_${n}    anything else is a string, values formatted with Python's str()
+//   ${oc.env:VAR,default}    environment variable; default is a string or null
+//   ${oc.decode:'[1,2]'}     parses a string with the override grammar
+//   ${now:%Y-%m-%d}          local time; one instant per process, each format formatted once
+//   \${x}                    a literal "${x}"
+//
+// Errors (ConfigError): unknown keys, cycles ("Recursive interpolation detected: a -> b -> a"),
+// interpolations to `???`, unknown resolvers, missing environment variables.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace saccade::config_detail {
+
+// A node's key path from the root ({"train", "lr"}).
+using NodePath = std::vector<std::string>;
+
+// A node and where it sits; relative interpolations inside it resolve from `path`.
+struct Located {
+  YAML::Node node;
+  NodePath path;
+  bool computed = false;  // a value made by a resolver or string interpolation: never re-evaluated
+
+  Located(const Located&) = default;
+  // Rebinds `node` (YAML::Node's own operator= would overwrite the data it refers to).
+  Located& operator=(const Located& other) {
+    node.reset(other.node);
+    path = other.path;
+    computed = other.computed;
+    return *this;
+  }
+};
+
+class Resolver {
+ public:
+  explicit Resolver(const YAML::Node& root);
+
+  // The node at `path`, following interpolations of the containers on the way but not of the
+  // node itself; nullopt when there is no such key.
+  std::optional<Located> find(const NodePath& path);
+
+  // The value of `at`: the node itself, or what its interpolation evaluates to (a referenced
+  // node keeps its own location, so its relative interpolations still work).
+  Located dereference(const Located& at);
+
+  // A deep copy of the value of `at` with every interpolation resolved; `???` values are kept.
+  YAML::Node resolve_tree(const Located& at);
+
+ private:
+  Located evaluate(const std::string& text, const NodePath& at);
+  std::string interpolate_string(const std::string& text, const NodePath& at);
+  Located interpolation(const std::string& text, size_t& pos, const NodePath& at);
+  Located select(const std::string& key, const NodePath& at);
+  YAML::Node argument(const std::string& text, const NodePath& at);
+  YAML::Node call_resolver(const std::string& name, const std::vector<YAML::Node>& args, const NodePath& at);
+
+  YAML::Node root_;
+  std::vector<NodePath> active_;  // interpolations being evaluated, innermost last (cycle check)
+};
+
+}  // namespace saccade::config_detail

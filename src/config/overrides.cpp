@@ -1,0 +1,424 @@
+// Hydra 1.3 override grammar: a recursive-descent parser over the override text.
+#include "config/overrides.h"
+
+#include <regex>
+
+#include "config/config.h"
+#include "config/yaml_tree.h"
+
+namespace saccade::config_detail {
+namespace {
+
+const char kWhitespace[] = " \t";
+// Characters a backslash escapes in unquoted values.
+const std::string kEscapable = "\\()[]{}:=, \t";
+// More range values than this is certainly a typo (and would exhaust memory).
+const long long kMaxRangeValues = 1000000;
+
+// Typed primitives of the grammar (INT, FLOAT, BOOL, NULL tokens); anything else is a string.
+YAML::Node typed_primitive(const std::string& text) {
+  static const std::string kInt = "(0|[1-9](_?[0-9])*)";
+  static const std::string kPoint = "(" + kInt + "\\.|" + kInt + "?\\.[0-9](_?[0-9])*)";
+  static const std::regex null_re("null", std::regex::icase);
+  static const std::regex true_re("true", std::regex::icase);
+  static const std::regex false_re("false", std::regex::icase);
+  static const std::regex int_re("[+-]?" + kInt);
+  static const std::regex float_re(
+      "[+-]?(" + kPoint + "|(" + kInt + "|" + kPoint +
+      ")[eE][+-]?[0-9](_?[0-9])*|[Ii][Nn][Ff]|[Nn][Aa][Nn])");
+  if (std::regex_match(text, null_re)) return YAML::Node(YAML::NodeType::Null);
+  if (std::regex_match(text, true_re)) return YAML::Node("true");
+  if (std::regex_match(text, false_re)) return YAML::Node("false");
+  if (std::regex_match(text, int_re)) return YAML::Node(scalar_text(YAML::Node(text)));
+  if (std::regex_match(text, float_re)) return YAML::Node(format_float(*parse_float(text), true));
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+std::string unescape(const std::string& raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] == '\\' && i + 1 < raw.size() && kEscapable.find(raw[i + 1]) != std::string::npos) ++i;
+    out += raw[i];
+  }
+  return out;
+}
+
+// Hydra's quoted strings: a run of backslashes before a quote (or before the closing quote)
+// is halved, an odd one escaping the quote; other backslashes are literal.
+std::string unquote(const std::string& body, char quote) {
+  std::string out;
+  size_t i = 0;
+  while (i < body.size()) {
+    if (body[i] != '\\') {
+      out += body[i++];
+      continue;
+    }
+    size_t run = 0;
+    while (i + run < body.size() && body[i + run] == '\\') ++run;
+    const bool before_quote = i + run == body.size() || body[i + run] == quote;
+    out.append(before_quote ? run / 2 : run, '\\');
+    i += run;
+    if (before_quote && run % 2 == 1) out += body[i++];
+  }
+  return out;
+}
+
+// Where an element may stop, besides the end of the text.
+enum class Context { kTop, kList, kDictKey, kDictValue, kFunctionArg };
+
+class ValueParser {
+ public:
+  ValueParser(const std::string& text, size_t pos, const std::string& input)
+      : text_(text), pos_(pos), input_(input) {}
+
+  // The whole value: one element or a simple sweep `a,b,...`.
+  void parse_value(Override& out) {
+    skip_ws();
+    if (at_end()) {
+      out.value = string_node("");
+      return;
+    }
+    Element first = parse_element(Context::kTop);
+    skip_ws();
+    if (!at_end() && peek() == ',') {
+      out.sweep = SweepKind::kSimple;
+      out.sweep_values.push_back(slice(first));
+      while (!at_end() && peek() == ',') {
+        ++pos_;
+        skip_ws();
+        Element next = parse_element(Context::kTop);
+        if (first.sweep != SweepKind::kNone || next.sweep != SweepKind::kNone)
+          fail("sweeps cannot be nested");
+        out.sweep_values.push_back(slice(next));
+        skip_ws();
+      }
+    } else {
+      out.sweep = first.sweep;
+      out.sweep_values = first.sweep_values;
+      out.value = first.node;
+    }
+    expect_end();
+  }
+
+  YAML::Node parse_single_element() {
+    skip_ws();
+    if (at_end()) return string_node("");
+    Element element = parse_element(Context::kTop);
+    if (element.sweep != SweepKind::kNone) fail("sweeps are not allowed here");
+    skip_ws();
+    expect_end();
+    return element.node;
+  }
+
+ private:
+  struct Element {
+    YAML::Node node;
+    SweepKind sweep = SweepKind::kNone;
+    std::vector<std::string> sweep_values;
+    size_t begin = 0;
+    size_t end = 0;
+  };
+
+  [[noreturn]] void fail(const std::string& reason) const {
+    throw ConfigError("Error parsing override '" + input_ + "': " + reason);
+  }
+
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+  void skip_ws() {
+    while (!at_end() && (peek() == ' ' || peek() == '\t')) ++pos_;
+  }
+  void expect_end() const {
+    if (!at_end()) fail(std::string("unexpected '") + peek() + "'");
+  }
+  std::string slice(const Element& element) const {
+    return text_.substr(element.begin, element.end - element.begin);
+  }
+
+  Element parse_element(Context context) {
+    Element element;
+    element.begin = pos_;
+    static const std::regex function_start("^([A-Za-z_][A-Za-z0-9_-]*)[ \\t]*\\(");
+    std::smatch match;
+    const std::string rest = text_.substr(pos_);
+    if (at_end()) {
+      fail("missing value");
+    } else if (peek() == '[') {
+      element.node = parse_list();
+    } else if (peek() == '{') {
+      element.node = parse_dict();
+    } else if (peek() == '\'' || peek() == '"') {
+      element.node = parse_quoted();
+    } else if (std::regex_search(rest, match, function_start)) {
+      pos_ += match.length(0);
+      parse_function(match[1].str(), element);
+    } else {
+      element.node = parse_primitive(context);
+    }
+    element.end = pos_;
+    return element;
+  }
+
+  YAML::Node parse_list() {
+    YAML::Node list(YAML::NodeType::Sequence);
+    ++pos_;
+    skip_ws();
+    if (!at_end() && peek() == ']') {
+      ++pos_;
+      return list;
+    }
+    while (true) {
+      list.push_back(nested(parse_element(Context::kList)));
+      skip_ws();
+      if (at_end()) fail("missing ']'");
+      if (peek() == ']') break;
+      if (peek() != ',') fail(std::string("unexpected '") + peek() + "' in list");
+      ++pos_;
+      skip_ws();
+    }
+    ++pos_;
+    return list;
+  }
+
+  YAML::Node parse_dict() {
+    YAML::Node dict(YAML::NodeType::Map);
+    ++pos_;
+    skip_ws();
+    if (!at_end() && peek() == '}') {
+      ++pos_;
+      return dict;
+    }
+    while (true) {
+      const YAML::Node key = parse_primitive(Context::kDictKey);
+      if (at_end() || peek() != ':') fail("missing ':' in dict");
+      ++pos_;
+      skip_ws();
+      dict[key.Scalar()] = nested(parse_element(Context::kDictValue));
+      skip_ws();
+      if (at_end()) fail("missing '}'");
+      if (peek() == '}') break;
+      if (peek() != ',') fail(std::string("unexpected '") + peek() + "' in dict");
+      ++pos_;
+      skip_ws();
+    }
+    ++pos_;
+    return dict;
+  }
+
+  YAML::Node nested(const Element& element) const {
+    if (element.sweep != SweepKind::kNone) fail("sweeps cannot be nested");
+    return element.node;
+  }
+
+  YAML::Node parse_quoted() {
+    const char quote = peek();
+    size_t i = pos_ + 1;
+    while (true) {
+      size_t run = 0;
+      while (i + run < text_.size() && text_[i + run] == '\\') ++run;
+      i += run;
+      if (i >= text_.size()) fail("unterminated quoted string");
+      if (text_[i] == quote && run % 2 == 0) break;
+      ++i;
+    }
+    const std::string body = text_.substr(pos_ + 1, i - pos_ - 1);
+    pos_ = i + 1;
+    return string_node(unquote(body, quote));
+  }
+
+  // Unquoted text up to the next delimiter of `context`; `${...}` is taken whole.
+  YAML::Node parse_primitive(Context context) {
+    const size_t begin = pos_;
+    while (!at_end()) {
+      const char c = peek();
+      if (c == '\\' && pos_ + 1 < text_.size() && kEscapable.find(text_[pos_ + 1]) != std::string::npos) {
+        pos_ += 2;
+      } else if (c == '$' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '{') {
+        skip_interpolation();
+      } else if (c == ',' || c == ']' || c == '}' || c == ')' || (c == ':' && context == Context::kDictKey)) {
+        break;
+      } else if (c == '[' || c == '{' || c == '(' || c == '=' || c == '\'' || c == '"') {
+        fail(std::string("unexpected '") + c + "'");
+      } else {
+        ++pos_;
+      }
+    }
+    // Trim unescaped blanks at both ends.
+    size_t first = text_.find_first_not_of(kWhitespace, begin);
+    size_t last = pos_;
+    while (last > first && (text_[last - 1] == ' ' || text_[last - 1] == '\t') &&
+           !(last - 1 > first && text_[last - 2] == '\\')) {
+      --last;
+    }
+    if (first == std::string::npos || first >= last) fail("missing value");
+    const std::string raw = text_.substr(first, last - first);
+    if (context == Context::kDictKey) return YAML::Node(unescape(raw));
+    const YAML::Node typed = typed_primitive(raw);
+    return typed.IsDefined() ? typed : string_node(unescape(raw));
+  }
+
+  void skip_interpolation() {
+    int depth = 0;
+    char quote = 0;
+    for (; !at_end(); ++pos_) {
+      const char c = peek();
+      if (quote != 0) {
+        if (c == '\\')
+          ++pos_;
+        else if (c == quote)
+          quote = 0;
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        ++pos_;
+        return;
+      }
+    }
+    fail("unterminated interpolation");
+  }
+
+  void parse_function(const std::string& name, Element& element) {
+    std::vector<std::pair<std::string, Element>> args;  // (argument name or "", value)
+    skip_ws();
+    while (!at_end() && peek() != ')') {
+      static const std::regex named_arg("^([A-Za-z_][A-Za-z0-9_]*)[ \\t]*=[ \\t]*");
+      std::smatch match;
+      const std::string rest = text_.substr(pos_);
+      std::string arg_name;
+      if (std::regex_search(rest, match, named_arg)) {
+        arg_name = match[1].str();
+        pos_ += match.length(0);
+      }
+      args.emplace_back(arg_name, parse_element(Context::kFunctionArg));
+      if (args.back().second.sweep != SweepKind::kNone) fail("sweeps cannot be nested");
+      skip_ws();
+      if (!at_end() && peek() == ',') {
+        ++pos_;
+        skip_ws();
+      }
+    }
+    if (at_end()) fail("missing ')'");
+    ++pos_;
+    if (name == "choice") {
+      if (args.empty()) fail("choice() needs at least one value");
+      element.sweep = SweepKind::kChoice;
+      for (const auto& arg : args) element.sweep_values.push_back(slice(arg.second));
+    } else if (name == "range") {
+      element.sweep = SweepKind::kRange;
+      element.sweep_values = range_values(args);
+    } else {
+      fail("unsupported function '" + name + "' (supported: choice, range)");
+    }
+  }
+
+  std::vector<std::string> range_values(const std::vector<std::pair<std::string, Element>>& args) const {
+    const char* const kNames[] = {"start", "stop", "step"};
+    YAML::Node bounds[3] = {YAML::Node(), YAML::Node(), YAML::Node("1")};
+    if (args.size() < 2 || args.size() > 3) fail("range() takes start, stop and an optional step");
+    for (size_t i = 0; i < args.size(); ++i) {
+      size_t slot = i;
+      for (size_t k = 0; k < 3; ++k) {
+        if (args[i].first == kNames[k]) slot = k;
+      }
+      const ScalarKind kind = scalar_kind(args[i].second.node);
+      if (!args[i].second.node.IsScalar() || (kind != ScalarKind::kInt && kind != ScalarKind::kFloat)) {
+        fail("range() arguments must be numbers");
+      }
+      bounds[slot].reset(args[i].second.node);
+    }
+    if (!bounds[0].IsDefined() || !bounds[1].IsDefined()) fail("range() needs start and stop");
+    std::vector<std::string> values;
+    const bool all_ints = scalar_kind(bounds[0]) == ScalarKind::kInt &&
+                          scalar_kind(bounds[1]) == ScalarKind::kInt &&
+                          scalar_kind(bounds[2]) == ScalarKind::kInt;
+    // Python's range() for ints; Hydra's FloatRange (exact decimal steps) otherwise, which
+    // long double arithmetic reproduces for the usual step sizes.
+    const long double start = *parse_float(bounds[0].Scalar());
+    const long double stop = *parse_float(bounds[1].Scalar());
+    const long double step = *parse_float(bounds[2].Scalar());
+    if (step == 0) fail("range() step must not be zero");
+    for (long long i = 0;; ++i) {
+      const long double value = start + static_cast<long double>(i) * step;
+      if (step > 0 ? value >= stop : value <= stop) break;
+      if (i >= kMaxRangeValues) fail("range() gives too many values");
+      values.push_back(
+          all_ints ? std::to_string(static_cast<long long>(value))
+                   : format_float(static_cast<double>(value), false));
+    }
+    return values;
+  }
+
+  const std::string& text_;
+  size_t pos_;
+  const std::string& input_;
+};
+
+}  // namespace
+
+std::string Override::key_element() const {
+  std::string prefix;
+  switch (kind) {
+    case OverrideKind::kDelete:
+      prefix = "~";
+      break;
+    case OverrideKind::kAdd:
+      prefix = "+";
+      break;
+    case OverrideKind::kForceAdd:
+      prefix = "++";
+      break;
+    case OverrideKind::kChange:
+      break;
+  }
+  return prefix + key + (package ? "@" + *package : "");
+}
+
+Override parse_override(const std::string& text) {
+  Override out;
+  out.input = text;
+  size_t pos = 0;
+  if (text.rfind("~", 0) == 0) {
+    out.kind = OverrideKind::kDelete;
+    pos = 1;
+  } else if (text.rfind("++", 0) == 0) {
+    out.kind = OverrideKind::kForceAdd;
+    pos = 2;
+  } else if (text.rfind("+", 0) == 0) {
+    out.kind = OverrideKind::kAdd;
+    pos = 1;
+  }
+  const size_t equal = text.find('=', pos);
+  std::string key = text.substr(pos, equal == std::string::npos ? std::string::npos : equal - pos);
+  const auto fail = [&](const std::string& reason) {
+    throw ConfigError("Error parsing override '" + text + "': " + reason);
+  };
+  if (equal == std::string::npos && out.kind != OverrideKind::kDelete) fail("missing '='");
+  const size_t at = key.find('@');
+  if (at != std::string::npos) {
+    out.package = key.substr(at + 1);
+    key = key.substr(0, at);
+  }
+  static const std::string kSegment = "([A-Za-z_$][A-Za-z0-9_$-]*|[0-9]+)";
+  static const std::regex key_re(kSegment + "(\\." + kSegment + ")*|" + kSegment + "(/" + kSegment + ")+");
+  static const std::regex package_re("(" + kSegment + "(\\." + kSegment + ")*)?");
+  if (!std::regex_match(key, key_re)) fail("invalid key '" + key + "'");
+  if (out.package && !std::regex_match(*out.package, package_re))
+    fail("invalid package '" + *out.package + "'");
+  out.key = key;
+  if (equal == std::string::npos) return out;
+  if (out.kind == OverrideKind::kDelete &&
+      text.find_first_not_of(kWhitespace, equal + 1) == std::string::npos) {
+    return out;
+  }
+  out.has_value = true;
+  ValueParser(text, equal + 1, text).parse_value(out);
+  return out;
+}
+
+YAML::Node parse_value_element(const std::string& text) {
+  return ValueParser(text, 0, text).parse_single_element();
+}
+
+}  // namespace saccade::config_detail

@@ -1,0 +1,74 @@
+// ImageCache: a split's preprocessed uint8 images in one memory-mapped file, decoded once by
+// `saccade prepare` (or the first run that needs it) so epochs never decode JPEGs again.
+//
+//   build_image_cache("cache/train_r256_c224.imgcache", paths, image_options, BadImagePolicy::skip);
+//   ImageCache cache("cache/train_r256_c224.imgcache");
+//   torch::Tensor image = cache.load(row);     // uint8 [crop, crop, 3]
+//
+// File layout (little-endian):
+//   bytes 0..15    magic "SACCADE-IMGCACHE"
+//   bytes 16..23   u64 offset of the JSON header (= 64 + rows * crop * crop * 3)
+//   bytes 24..63   zero
+//   bytes 64..     the rows, each crop * crop * 3 bytes (HWC, RGB), in the order of `images`
+//   header         JSON {"version": 1, "rows": R, "height": H, "width": W, "image": {resize,
+//                  crop, keep_aspect}, "images": [every path asked for, in order],
+//                  "skipped": [{"index": i, "path": p, "reason": r}]}
+// Rows hold the images that decoded, in order; skipped ones have no row. The file is written
+// to a temporary name and renamed, so a reader never sees a partial cache. The mapping is
+// shared by the page cache, so memory use does not grow with the dataset.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/image_source.h"
+
+namespace saccade {
+
+class ImageCache : public ImageSource {
+ public:
+  // Maps the file and validates it. Throws std::runtime_error naming the file when it is
+  // missing, not a cache, truncated, or its header disagrees with its size.
+  explicit ImageCache(const std::filesystem::path& path);
+  ~ImageCache() override;
+  ImageCache(const ImageCache&) = delete;
+  ImageCache& operator=(const ImageCache&) = delete;
+
+  int64_t size() const override { return rows_; }
+  torch::Tensor load(int64_t row) const override;  // a copy out of the mapping
+
+  // The settings and image list it was built with, to tell whether it is still current.
+  const ImageOptions& image_options() const { return image_; }
+  const std::vector<std::filesystem::path>& images() const { return images_; }
+  const std::vector<SkippedImage>& skipped() const { return skipped_; }
+  // Whether it was built from exactly `images` with the same resize/crop/keep_aspect.
+  bool matches(const std::vector<std::filesystem::path>& images, const ImageOptions& image) const;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  ImageOptions image_;
+  std::vector<std::filesystem::path> images_;
+  std::vector<SkippedImage> skipped_;
+  int64_t rows_ = 0;
+  int64_t row_bytes_ = 0;
+  const uint8_t* data_ = nullptr;  // first row
+  void* mapping_ = nullptr;
+  size_t mapping_size_ = 0;
+};
+
+// Decodes `images` through the pipeline on `threads` threads (0 = one per core) and writes the
+// cache file, showing a progress bar. Under BadImagePolicy::fail the first bad image throws
+// BadImageError and no file is written; under skip each bad image is logged and left out.
+// Returns the skipped images.
+std::vector<SkippedImage> build_image_cache(
+    const std::filesystem::path& path,
+    const std::vector<std::filesystem::path>& images,
+    const ImageOptions& image,
+    BadImagePolicy on_bad_image,
+    int threads = 0);
+
+}  // namespace saccade

@@ -1,0 +1,250 @@
+// Image decoding, resizing and normalization (OpenCV for decode and resize, torch for batches).
+#include "data/image_pipeline.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace saccade {
+namespace {
+
+// The sizes an image passes through: resized to (height, width), then cut at (top, left).
+struct Geometry {
+  int height = 0;
+  int width = 0;
+  int top = 0;
+  int left = 0;
+};
+
+Geometry geometry_for(int height, int width, const ImageOptions& options) {
+  Geometry g;
+  if (!options.keep_aspect) {
+    g.height = g.width = options.resize;
+  } else if (height <= width) {
+    g.height = options.resize;
+    g.width = static_cast<int>(static_cast<int64_t>(width) * options.resize / height);
+  } else {
+    g.width = options.resize;
+    g.height = static_cast<int>(static_cast<int64_t>(height) * options.resize / width);
+  }
+  g.top = (g.height - options.crop) / 2;
+  g.left = (g.width - options.crop) / 2;
+  return g;
+}
+
+bool starts_with(const std::string& bytes, const char* magic, size_t length, size_t offset = 0) {
+  return bytes.size() >= offset + length && std::memcmp(bytes.data() + offset, magic, length) == 0;
+}
+
+// The container format from the first bytes, or "" when it is none OpenCV reads here.
+std::string sniff_format(const std::string& bytes) {
+  if (starts_with(bytes, "\xFF\xD8\xFF", 3)) return "jpeg";
+  if (starts_with(bytes, "\x89PNG\r\n\x1A\n", 8)) return "png";
+  if (starts_with(bytes, "BM", 2)) return "bmp";
+  if (starts_with(bytes, "II*\0", 4) || starts_with(bytes, "MM\0*", 4)) return "tiff";
+  if (starts_with(bytes, "RIFF", 4) && starts_with(bytes, "WEBP", 4, 8)) return "webp";
+  if (bytes.size() >= 2 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '6') return "pnm";
+  return "";
+}
+
+// libjpeg pads a cut-off JPEG with gray and reports success, so look for the end-of-image marker
+// (FF D9) near the end; some writers leave a few bytes of padding after it.
+bool jpeg_has_end_marker(const std::string& bytes) {
+  constexpr size_t kTail = 4096;
+  const size_t from = bytes.size() > kTail ? bytes.size() - kTail : 2;
+  for (size_t i = bytes.size() - 1; i > from; --i) {
+    if (static_cast<unsigned char>(bytes[i - 1]) == 0xFF && static_cast<unsigned char>(bytes[i]) == 0xD9)
+      return true;
+  }
+  return false;
+}
+
+// Why `path` cannot be opened as a file, or "" when it can.
+std::string file_problem(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) return "the file does not exist";
+  if (!std::filesystem::is_regular_file(path, error)) return "not a regular file";
+  if (!std::ifstream(path, std::ios::binary)) return "the file cannot be opened";
+  return "";
+}
+
+// Why `head` (the first bytes of a file) is not a supported image, or "" when it looks like one.
+std::string unsupported_format_reason(const std::string& head) {
+  if (head.empty()) return "the file is empty (0 bytes)";
+  if (!sniff_format(head).empty()) return "";
+  if (starts_with(head, "GIF8", 4)) return "GIF is not supported; convert it to PNG";
+  return "not an image in a supported format (JPEG, PNG, BMP, TIFF, WebP, PNM)";
+}
+
+// A copy of a continuous 8-bit 3-channel Mat. A plain memcpy: torch's copy kernels would start
+// an OpenMP team inside every loader worker.
+torch::Tensor tensor_from_mat(const cv::Mat& rgb) {
+  torch::Tensor out = torch::empty({rgb.rows, rgb.cols, 3}, torch::kUInt8);
+  std::memcpy(out.data_ptr<uint8_t>(), rgb.data, static_cast<size_t>(rgb.rows) * rgb.cols * 3);
+  return out;
+}
+
+}  // namespace
+
+ImageOptions image_options_from(const Config& config) {
+  ImageOptions options;
+  options.resize = config.get<int>("dataset.image.resize");
+  options.crop = config.get<int>("dataset.image.crop");
+  options.keep_aspect = config.get<bool>("dataset.image.keep_aspect");
+  options.mean = config.get<std::vector<float>>("dataset.image.mean");
+  options.std = config.get<std::vector<float>>("dataset.image.std");
+  return options;
+}
+
+void validate(const ImageOptions& options) {
+  if (options.crop < 1) {
+    throw std::invalid_argument("dataset.image.crop must be >= 1 pixel, got " + std::to_string(options.crop));
+  }
+  if (options.resize < options.crop) {
+    throw std::invalid_argument(
+        "dataset.image.resize (" + std::to_string(options.resize) + ") must be >= dataset.image.crop (" +
+        std::to_string(options.crop) + ")");
+  }
+  if (options.mean.size() != 3 || options.std.size() != 3) {
+    throw std::invalid_argument("dataset.image.mean and dataset.image.std must have 3 values (R, G, B)");
+  }
+  for (float value : options.std) {
+    if (!(value > 0))
+      throw std::invalid_argument("dataset.image.std values must be > 0, got " + std::to_string(value));
+  }
+}
+
+BadImageError::BadImageError(const std::filesystem::path& path, const std::string& reason)
+    : std::runtime_error("Could not decode image " + path.string() + ": " + reason),
+      path_(path),
+      reason_(reason) {}
+
+std::string check_image_file(const std::filesystem::path& path) {
+  const std::string problem = file_problem(path);
+  if (!problem.empty()) return problem;
+  std::ifstream in(path, std::ios::binary);
+  std::string head(16, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return unsupported_format_reason(head);
+}
+
+torch::Tensor decode_image(const std::filesystem::path& path) {
+  std::string problem = file_problem(path);
+  if (!problem.empty()) throw BadImageError(path, problem);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  problem = unsupported_format_reason(bytes);
+  if (!problem.empty()) throw BadImageError(path, problem);
+  const std::string format = sniff_format(bytes);
+  if (format == "jpeg" && !jpeg_has_end_marker(bytes)) {
+    throw BadImageError(path, "the JPEG data is truncated (no end-of-image marker)");
+  }
+  const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
+  cv::Mat bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  if (bgr.empty()) throw BadImageError(path, "the " + format + " data is corrupt or truncated");
+  cv::Mat rgb;
+  cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  return tensor_from_mat(rgb);
+}
+
+void write_image_file(const std::filesystem::path& path, const torch::Tensor& rgb) {
+  TORCH_CHECK(
+      rgb.dim() == 3 && rgb.size(2) == 3 && rgb.scalar_type() == torch::kUInt8, "expected uint8 [H, W, 3]");
+  const std::string extension = path.extension().string();
+  std::vector<int> parameters;
+  if (extension == ".png") {
+    parameters = {cv::IMWRITE_PNG_COMPRESSION, 6};
+  } else if (extension == ".jpg" || extension == ".jpeg") {
+    parameters = {cv::IMWRITE_JPEG_QUALITY, 95};
+  } else {
+    throw std::invalid_argument(
+        "Cannot write image " + path.string() + ": the extension must be .png, .jpg or .jpeg");
+  }
+  const torch::Tensor source = rgb.contiguous();
+  const cv::Mat image(
+      static_cast<int>(source.size(0)), static_cast<int>(source.size(1)), CV_8UC3,
+      source.data_ptr<uint8_t>());
+  cv::Mat bgr;
+  cv::cvtColor(image, bgr, cv::COLOR_RGB2BGR);
+  std::vector<uint8_t> bytes;
+  if (!cv::imencode(extension, bgr, bytes, parameters))
+    throw std::runtime_error("Could not encode image " + path.string());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) throw std::runtime_error("Could not write image " + path.string());
+}
+
+torch::Tensor resize_and_crop(const torch::Tensor& rgb, const ImageOptions& options) {
+  TORCH_CHECK(
+      rgb.dim() == 3 && rgb.size(2) == 3 && rgb.scalar_type() == torch::kUInt8, "expected uint8 [H, W, 3]");
+  const torch::Tensor source = rgb.contiguous();
+  const int height = static_cast<int>(source.size(0));
+  const int width = static_cast<int>(source.size(1));
+  const Geometry g = geometry_for(height, width, options);
+  const cv::Mat image(height, width, CV_8UC3, source.data_ptr<uint8_t>());
+  cv::Mat resized = image;
+  if (g.height != height || g.width != width) {
+    const bool shrinking = g.height <= height && g.width <= width;
+    cv::resize(
+        image, resized, cv::Size(g.width, g.height), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+  }
+  return tensor_from_mat(resized(cv::Rect(g.left, g.top, options.crop, options.crop)).clone());
+}
+
+torch::Tensor load_image(const std::filesystem::path& path, const ImageOptions& options) {
+  return resize_and_crop(decode_image(path), options);
+}
+
+torch::Tensor normalize_images(const torch::Tensor& images, const ImageOptions& options) {
+  TORCH_CHECK(
+      images.dim() == 4 && images.size(3) == 3 && images.scalar_type() == torch::kUInt8,
+      "expected uint8 [B, H, W, 3]");
+  // A plain loop over a 3 x 256 table (each entry computed exactly as the formula says) rather than
+  // torch ops, which would start an OpenMP team inside every loader worker.
+  float table[3][256];
+  for (int c = 0; c < 3; ++c) {
+    for (int x = 0; x < 256; ++x)
+      table[c][x] = (static_cast<float>(x) / 255.0f - options.mean[c]) / options.std[c];
+  }
+  const torch::Tensor source = images.contiguous();
+  const int64_t batch = source.size(0);
+  const int64_t pixels = source.size(1) * source.size(2);
+  torch::Tensor out =
+      torch::empty({batch, 3, source.size(1), source.size(2)}, torch::kFloat);  // [B, 3, H, W]
+  const uint8_t* in = source.data_ptr<uint8_t>();
+  float* dst = out.data_ptr<float>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const uint8_t* image = in + b * pixels * 3;
+    float* planes = dst + b * pixels * 3;
+    for (int64_t p = 0; p < pixels; ++p) {
+      planes[p] = table[0][image[3 * p]];
+      planes[pixels + p] = table[1][image[3 * p + 1]];
+      planes[2 * pixels + p] = table[2][image[3 * p + 2]];
+    }
+  }
+  return out;
+}
+
+Box map_box(const Box& box, int height, int width, const ImageOptions& options) {
+  const Geometry g = geometry_for(height, width, options);
+  const float scale_x = static_cast<float>(g.width) / static_cast<float>(width);
+  const float scale_y = static_cast<float>(g.height) / static_cast<float>(height);
+  const float side = static_cast<float>(options.crop);
+  auto clip = [side](float value) { return std::clamp(value, 0.0f, side); };
+  Box out;
+  out.x0 = clip(box.x0 * scale_x - static_cast<float>(g.left));
+  out.x1 = clip(box.x1 * scale_x - static_cast<float>(g.left));
+  out.y0 = clip(box.y0 * scale_y - static_cast<float>(g.top));
+  out.y1 = clip(box.y1 * scale_y - static_cast<float>(g.top));
+  return out;
+}
+
+}  // namespace saccade

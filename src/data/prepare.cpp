@@ -1,0 +1,273 @@
+// Dataset options, the dataset-kind registry, and preparing splits for loading.
+#include "data/prepare.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "data/image_cache.h"
+#include "io/log.h"
+
+namespace saccade {
+namespace {
+
+std::vector<std::filesystem::path> to_paths(const std::vector<std::string>& items) {
+  return std::vector<std::filesystem::path>(items.begin(), items.end());
+}
+
+CaptionCorpus read_shapes(const DatasetOptions& options) {
+  ensure_shapes_world(options.shapes, options.root);
+  return read_karpathy_split(options.split_file, options.images_dir);
+}
+
+CaptionCorpus read_karpathy(const DatasetOptions& options) {
+  return read_karpathy_split(options.split_file, options.images_dir);
+}
+
+CaptionCorpus read_coco(const DatasetOptions& options) {
+  return read_coco_captions(options.captions_files, options.captions_image_dirs, options.split_file);
+}
+
+std::mutex registry_mutex;
+
+std::map<std::string, CorpusReader>& registry() {
+  static std::map<std::string, CorpusReader> readers;
+  static std::once_flag builtins;
+  std::call_once(builtins, [] {
+    readers["shapes"] = read_shapes;
+    readers["karpathy"] = read_karpathy;
+    readers["coco_captions"] = read_coco;
+  });
+  return readers;
+}
+
+std::string known_kinds() {
+  std::string known;
+  for (const auto& kind : dataset_kinds()) known += (known.empty() ? "" : ", ") + kind;
+  return known;
+}
+
+// The split's images as they come, with any unusable one handled by the policy.
+PreparedSplit prepare_split(const DatasetOptions& options, const CaptionCorpus& corpus, Split split) {
+  PreparedSplit prepared;
+  prepared.split = split;
+  std::vector<ImageRecord> images = select_splits(corpus, split_labels(options, split));
+  std::vector<std::filesystem::path> paths;
+  paths.reserve(images.size());
+  for (const auto& image : images) paths.push_back(image.path);
+
+  if (options.cache) {
+    const std::filesystem::path file = cache_file(options, split);
+    std::shared_ptr<ImageCache> cache;
+    if (std::filesystem::exists(file)) {
+      try {
+        cache = std::make_shared<ImageCache>(file);
+        if (!cache->matches(paths, options.image)) {
+          log::info() << "Image cache " << file.string()
+                      << " was built from other images or settings; rebuilding it";
+          cache.reset();
+        }
+      } catch (const std::runtime_error& error) {
+        log::warn() << error.what();
+      }
+    }
+    if (cache == nullptr) {
+      build_image_cache(file, paths, options.image, options.on_bad_image);
+      cache = std::make_shared<ImageCache>(file);
+    }
+    prepared.skipped = cache->skipped();
+    if (!prepared.skipped.empty() && options.on_bad_image == BadImagePolicy::fail) {
+      throw BadImageError(
+          prepared.skipped.front().path, prepared.skipped.front().reason + " (skipped when " + file.string() +
+                                             " was built; data.on_bad_image is fail)");
+    }
+    prepared.source = cache;
+  } else {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      const std::string problem = check_image_file(paths[i]);
+      if (problem.empty()) continue;
+      if (options.on_bad_image == BadImagePolicy::fail) throw BadImageError(paths[i], problem);
+      log::warn() << "Skipping image " << paths[i].string() << ": " << problem;
+      prepared.skipped.push_back({paths[i], problem});
+    }
+  }
+  // Leave out exactly the skipped images (listed in split order; paths are unique).
+  std::vector<std::filesystem::path> kept_paths;
+  size_t next_skipped = 0;
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (next_skipped < prepared.skipped.size() && prepared.skipped[next_skipped].path == paths[i]) {
+      ++next_skipped;
+      continue;
+    }
+    kept_paths.push_back(paths[i]);
+    prepared.images.push_back(std::move(images[i]));
+  }
+  if (prepared.images.empty()) {
+    throw std::invalid_argument(
+        "Every image of the " + to_string(split) + " split of " + corpus.source.string() +
+        " was skipped as unusable");
+  }
+  if (!options.cache)
+    prepared.source = std::make_shared<FileImageSource>(std::move(kept_paths), options.image);
+  int64_t captions = 0;
+  for (const auto& image : prepared.images) captions += static_cast<int64_t>(image.captions.size());
+  log::info() << options.name << " " << to_string(split) << ": " << prepared.images.size() << " images, "
+              << captions << " captions"
+              << (prepared.skipped.empty()
+                      ? ""
+                      : ", " + std::to_string(prepared.skipped.size()) + " unusable images skipped");
+  return prepared;
+}
+
+}  // namespace
+
+DatasetOptions dataset_options_from(const Config& config) {
+  DatasetOptions options;
+  options.name = config.get<std::string>("dataset.name");
+  options.kind = config.get<std::string>("dataset.kind");
+  options.root = config.get<std::string>("dataset.root");
+  options.split_file = config.get<std::string>("dataset.split_file");
+  options.images_dir = config.get<std::string>("dataset.images_dir");
+  options.cache_dir = config.get<std::string>("dataset.cache_dir");
+  if (options.kind == "coco_captions") {
+    options.captions_files = to_paths(config.get<std::vector<std::string>>("dataset.captions_files"));
+    options.captions_image_dirs =
+        to_paths(config.get<std::vector<std::string>>("dataset.captions_image_dirs"));
+  }
+  options.train_splits = config.get<std::vector<std::string>>("dataset.train_splits");
+  options.val_splits = config.get<std::vector<std::string>>("dataset.val_splits");
+  options.test_splits = config.get<std::vector<std::string>>("dataset.test_splits");
+  options.image = image_options_from(config);
+  options.vocabulary = vocabulary_options_from(config);
+  options.augment = augment_options_from(config);
+  if (options.kind == "shapes") options.shapes = shapes_world_options_from(config);
+  options.cache = config.get<bool>("data.cache");
+  options.on_bad_image = parse_bad_image_policy(config.get<std::string>("data.on_bad_image"));
+  return options;
+}
+
+void validate(const DatasetOptions& options) {
+  const auto kinds = dataset_kinds();
+  if (std::find(kinds.begin(), kinds.end(), options.kind) == kinds.end()) {
+    throw std::invalid_argument("Unknown dataset.kind '" + options.kind + "'; known kinds: " + known_kinds());
+  }
+  for (const auto& [key, splits] :
+       {std::pair{"dataset.train_splits", &options.train_splits},
+        std::pair{"dataset.val_splits", &options.val_splits},
+        std::pair{"dataset.test_splits", &options.test_splits}}) {
+    if (splits->empty())
+      throw std::invalid_argument(std::string(key) + " must name at least one split label");
+  }
+  if (options.kind == "coco_captions" &&
+      (options.captions_files.empty() ||
+       options.captions_files.size() != options.captions_image_dirs.size())) {
+    throw std::invalid_argument(
+        "dataset.captions_files and dataset.captions_image_dirs must be non-empty lists of "
+        "the same length for dataset.kind coco_captions");
+  }
+  validate(options.image);
+  validate(options.vocabulary);
+  validate(options.augment);
+  if (options.kind == "shapes") validate(options.shapes);
+}
+
+const std::vector<std::string>& split_labels(const DatasetOptions& options, Split split) {
+  switch (split) {
+    case Split::train:
+      return options.train_splits;
+    case Split::val:
+      return options.val_splits;
+    case Split::test:
+      return options.test_splits;
+  }
+  return options.test_splits;
+}
+
+void register_dataset_kind(const std::string& kind, CorpusReader reader) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry()[kind] = reader;
+}
+
+std::vector<std::string> dataset_kinds() {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  std::vector<std::string> kinds;
+  for (const auto& entry : registry()) kinds.push_back(entry.first);
+  return kinds;
+}
+
+CaptionCorpus read_corpus(const DatasetOptions& options) {
+  CorpusReader reader = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    const auto it = registry().find(options.kind);
+    if (it != registry().end()) reader = it->second;
+  }
+  if (reader == nullptr) {
+    throw std::invalid_argument("Unknown dataset.kind '" + options.kind + "'; known kinds: " + known_kinds());
+  }
+  return reader(options);
+}
+
+const PreparedSplit& PreparedDataset::split(Split which) const {
+  switch (which) {
+    case Split::train:
+      return train;
+    case Split::val:
+      return val;
+    case Split::test:
+      return test;
+  }
+  return test;
+}
+
+std::vector<SkippedImage> PreparedDataset::skipped() const {
+  std::vector<SkippedImage> all;
+  for (const PreparedSplit* part : {&train, &val, &test})
+    all.insert(all.end(), part->skipped.begin(), part->skipped.end());
+  return all;
+}
+
+PreparedDataset ensure_prepared(const DatasetOptions& options, const std::vector<Split>& splits) {
+  PreparedDataset prepared;
+  prepared.options = options;
+  const CaptionCorpus corpus = read_corpus(options);
+  const std::filesystem::path images_dir =
+      options.kind == "coco_captions" ? std::filesystem::path() : options.images_dir;
+  if (!images_dir.empty() && !std::filesystem::is_directory(images_dir)) {
+    throw std::invalid_argument(
+        "The images folder " + images_dir.string() + " (dataset.images_dir) does not exist");
+  }
+  for (const auto& dir : options.captions_image_dirs) {
+    if (!std::filesystem::is_directory(dir)) {
+      throw std::invalid_argument(
+          "The images folder " + dir.string() + " (dataset.captions_image_dirs) does not exist");
+    }
+  }
+  for (const Split split : splits) {
+    PreparedSplit& target = split == Split::train ? prepared.train
+                            : split == Split::val ? prepared.val
+                                                  : prepared.test;
+    target = prepare_split(options, corpus, split);
+  }
+  const auto skipped = prepared.skipped();
+  if (!skipped.empty()) {
+    log::warn() << skipped.size() << " unusable images skipped (data.on_bad_image: skip)";
+  }
+  return prepared;
+}
+
+std::filesystem::path cache_file(const DatasetOptions& options, Split split) {
+  return options.cache_dir /
+         (to_string(split) + "_r" + std::to_string(options.image.resize) + "_c" +
+          std::to_string(options.image.crop) + (options.image.keep_aspect ? "" : "_stretch") + ".imgcache");
+}
+
+std::shared_ptr<CaptionDataset> make_caption_dataset(
+    const PreparedSplit& split, const Vocabulary& vocabulary, const VocabularyOptions& options) {
+  return std::make_shared<CaptionDataset>(
+      split.images, split.source, vocabulary, options,
+      split.split == Split::train ? SampleMode::per_caption : SampleMode::per_image);
+}
+
+}  // namespace saccade

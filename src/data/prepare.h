@@ -1,0 +1,112 @@
+// Datasets by name: the `dataset.*` options, the registry of dataset kinds, and making sure a
+// dataset is ready to train on (shapes world generated, captions read, image caches written).
+//
+//   DatasetOptions options = dataset_options_from(config);
+//   validate(options);
+//   PreparedDataset data = ensure_prepared(options);     // idempotent; generates/caches as needed
+//   Vocabulary vocab = build_vocabulary(data.train.images, options.vocabulary.min_word_count);
+//   std::shared_ptr<CaptionDataset> train = make_caption_dataset(data.train, vocab, options.vocabulary);
+//   std::shared_ptr<CaptionDataset> val = make_caption_dataset(data.val, vocab, options.vocabulary);
+//
+// Dataset kinds (`dataset.kind`): `shapes` (generated into dataset.root on first use, then read
+// like a Karpathy file), `karpathy` (a Karpathy split file: Flickr8k, Flickr30k, COCO) and
+// `coco_captions` (COCO's captions_*.json plus a split list). Splits: train = the images labelled
+// with one of dataset.train_splits (e.g. [train, restval]), val = dataset.val_splits, test =
+// dataset.test_splits. With data.cache each split's preprocessed images live in one
+// memory-mapped file under dataset.cache_dir, rebuilt when missing or made from other images or
+// image settings; without it images are decoded on every load.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "data/augment.h"
+#include "data/caption_corpus.h"
+#include "data/dataset.h"
+#include "data/image_pipeline.h"
+#include "data/image_source.h"
+#include "data/shapes_world.h"
+#include "data/vocabulary.h"
+
+namespace saccade {
+
+struct DatasetOptions {
+  std::string name = "shapes";  // display name, used in logs and results
+  std::string kind = "shapes";  // how it is read: shapes | karpathy | coco_captions
+  std::filesystem::path root =
+      "datasets/shapes";  // the dataset's folder (relative: to the working directory)
+  // Karpathy split file (kind karpathy or shapes), or the split list (kind coco_captions).
+  std::filesystem::path split_file = "datasets/shapes/dataset_shapes.json";
+  std::filesystem::path images_dir = "datasets/shapes";  // image paths in the split file are relative to it
+  std::filesystem::path cache_dir = "datasets/shapes/cache";  // where the image caches go
+  // kind coco_captions: COCO captions files, and for each the folder of its images.
+  std::vector<std::filesystem::path> captions_files;
+  std::vector<std::filesystem::path> captions_image_dirs;
+  std::vector<std::string> train_splits = {"train"};  // split labels that make up each split
+  std::vector<std::string> val_splits = {"val"};
+  std::vector<std::string> test_splits = {"test"};
+  ImageOptions image;
+  VocabularyOptions vocabulary;
+  AugmentOptions augment;
+  ShapesWorldOptions shapes;                           // kind shapes only
+  bool cache = true;                                   // data.cache: read images from the memory-mapped cache
+  BadImagePolicy on_bad_image = BadImagePolicy::fail;  // data.on_bad_image
+};
+
+// Reads every dataset.* key (dataset.shapes.* only for kind shapes, dataset.captions_* only for
+// kind coco_captions) plus data.cache and data.on_bad_image.
+DatasetOptions dataset_options_from(const Config& config);
+// Validates every part; throws std::invalid_argument naming the key (an unknown kind lists the
+// known ones).
+void validate(const DatasetOptions& options);
+
+// The split labels that make up `split` (options.train_splits, ...).
+const std::vector<std::string>& split_labels(const DatasetOptions& options, Split split);
+
+// Reads a dataset kind's captions and splits.
+using CorpusReader = CaptionCorpus (*)(const DatasetOptions& options);
+// Adds (or replaces) a dataset kind.
+void register_dataset_kind(const std::string& kind, CorpusReader reader);
+// The registered kinds, sorted.
+std::vector<std::string> dataset_kinds();
+// Reads the corpus of options.kind (for shapes: generates the world first if needed).
+CaptionCorpus read_corpus(const DatasetOptions& options);
+
+// One split ready to load: its usable images and where their pixels come from.
+struct PreparedSplit {
+  Split split = Split::train;
+  std::vector<ImageRecord> images;            // in corpus order, bad images left out (skip)
+  std::shared_ptr<const ImageSource> source;  // row i holds images[i]
+  std::vector<SkippedImage> skipped;          // left out under on_bad_image: skip
+};
+
+struct PreparedDataset {
+  DatasetOptions options;
+  PreparedSplit train;
+  PreparedSplit val;
+  PreparedSplit test;
+  const PreparedSplit& split(Split which) const;
+  // Every skipped image of every prepared split, for the run summary.
+  std::vector<SkippedImage> skipped() const;
+};
+
+// Reads the corpus and prepares `splits` (the others stay empty): checks the images folder,
+// applies on_bad_image (with a cache: while building it; without: cheap file checks now,
+// decoding errors later in the loader), builds missing or outdated caches. Logs a summary per
+// split and every skipped file. Throws std::invalid_argument for a missing images folder, an
+// empty split or bad JSON; BadImageError (under fail) naming the first bad image.
+PreparedDataset ensure_prepared(
+    const DatasetOptions& options,
+    const std::vector<Split>& splits = {Split::train, Split::val, Split::test});
+
+// The cache file of a split: <cache_dir>/<split>_r<resize>_c<crop>[_stretch].imgcache.
+std::filesystem::path cache_file(const DatasetOptions& options, Split split);
+
+// The dataset of a prepared split: per (image, caption) pair for train, per image otherwise.
+std::shared_ptr<CaptionDataset> make_caption_dataset(
+    const PreparedSplit& split, const Vocabulary& vocabulary, const VocabularyOptions& options);
+
+}  // namespace saccade

@@ -1,0 +1,74 @@
+// Greedy search, batched over images.
+#include "decode/search.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/core/InferenceMode.h>
+
+#include <stdexcept>
+
+namespace saccade {
+
+void validate(const SearchOptions& options) {
+  if (options.max_length < 1) {
+    throw std::invalid_argument("decode.max_length must be >= 1, got " + std::to_string(options.max_length));
+  }
+  if (options.start_id < 0 || options.end_id < 0 || options.start_id == options.end_id) {
+    throw std::invalid_argument("The <start> and <end> ids must be distinct and >= 0");
+  }
+}
+
+std::vector<DecodedCaption> greedy_search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
+  validate(options);
+  c10::InferenceMode inference;
+  const bool was_training = decoder.is_training();
+  decoder.eval();
+
+  const int64_t batch = annotations.size(0);
+  DecoderState state = decoder.init_state(annotations);
+  auto previous = torch::full({batch}, options.start_id, torch::kLong);  // [B]
+  std::vector<torch::Tensor> words, log_probs, alphas;                   // per step: [B], [B], [B, L]
+  auto finished = torch::zeros({batch}, torch::kBool);                   // [B]
+  // One step more than max_length words leaves room for the <end> after the last word.
+  for (int64_t t = 0; t <= options.max_length; ++t) {
+    DecoderStep step = decoder.step(state, previous);
+    const auto scores = torch::log_softmax(step.logits, 1);  // [B, V]
+    auto [best, word] = scores.max(1);                       // [B], [B]
+    words.push_back(word);
+    log_probs.push_back(best);
+    alphas.push_back(step.alpha);
+    finished = finished | (word == options.end_id);
+    if (finished.all().item<bool>()) break;
+    state = std::move(step.state);
+    previous = word;
+  }
+  if (was_training) decoder.train();
+
+  const auto word_matrix = torch::stack(words, 1);          // [B, S]
+  const auto log_prob_matrix = torch::stack(log_probs, 1);  // [B, S]
+  const auto alpha_matrix = torch::stack(alphas, 1);        // [B, S, L] or [B, S, N, L]
+  const auto word_access = word_matrix.accessor<int64_t, 2>();
+  const auto log_prob_access = log_prob_matrix.accessor<float, 2>();
+  const int64_t steps = word_matrix.size(1);
+
+  std::vector<DecodedCaption> captions(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    DecodedCaption& caption = captions[b];
+    int64_t emitted = 0;
+    for (int64_t t = 0; t < steps; ++t) {
+      const bool is_end = word_access[b][t] == options.end_id;
+      if (!is_end && emitted == options.max_length) break;
+      caption.log_prob += log_prob_access[b][t];
+      if (is_end) {
+        caption.finished = true;
+        break;
+      }
+      caption.tokens.push_back(word_access[b][t]);
+      ++emitted;
+    }
+    caption.alphas = alpha_matrix[b].slice(0, 0, emitted).clone();  // [n, L]
+  }
+  return captions;
+}
+
+}  // namespace saccade

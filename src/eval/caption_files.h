@@ -1,0 +1,32 @@
+// The caption files `saccade score` reads: references in either common layout, and candidates
+// in the COCO results layout that coco-caption and the evaluation server take.
+//
+//   auto references = read_reference_captions("captions_val2014.json");  // or dataset_coco.json
+//   auto candidates = read_result_captions("results/test.json");
+//   CaptionScores s = score_captions(references, candidates, options);   // after matching ids
+//
+// Image ids become text: 42 and "42" are the same image. Malformed JSON (including bytes that
+// are not UTF-8) is a std::invalid_argument "path:line:column: ..."; a well-formed file of the
+// wrong shape is a std::invalid_argument naming the file and the entry ("results.json: [3].caption:
+// expected a string, got null"). An unreadable file is a std::runtime_error.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace saccade {
+
+// Reference captions by image id, from either
+//   COCO captions:  {"annotations": [{"image_id": 42, "caption": "A dog ..."}, ...], ...}
+//   Karpathy split: {"images": [{"cocoid": 42, "sentences": [{"raw": "A dog ..."}, ...]}, ...]}
+// (a Karpathy entry without "cocoid", as in Flickr8k/30k, is keyed by its "imgid"; every split
+// in the file is read).
+std::map<std::string, std::vector<std::string>> read_reference_captions(const std::filesystem::path& path);
+
+// Candidate captions by image id from a COCO results file: [{"image_id": 42, "caption": "..."}].
+// An image id given twice is an error, as coco-caption accepts one caption per image.
+std::map<std::string, std::string> read_result_captions(const std::filesystem::path& path);
+
+}  // namespace saccade

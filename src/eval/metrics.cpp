@@ -1,0 +1,205 @@
+// BLEU, ROUGE-L and CIDEr-D following coco-caption's arithmetic step for step (see metrics.h),
+// so that results agree with it to floating-point rounding.
+#include "eval/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace saccade {
+namespace {
+
+// coco-caption's smoothing constants in BLEU's geometric mean and length ratio.
+constexpr double kBleuTiny = 1e-15;
+constexpr double kBleuSmall = 1e-9;
+
+void check_references(const std::vector<ImageTokens>& images) {
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (images[i].references.empty()) {
+      throw std::invalid_argument(
+          "Image " + std::to_string(i) + " has no reference caption to score against");
+    }
+  }
+}
+
+// BLEU-1..4 from one set of counts (one image, or the sums over the corpus).
+std::array<double, kMaxNgram> bleu_from_counts(
+    double candidate_length,
+    double reference_length,
+    const std::array<int, kMaxNgram>& guess,
+    const std::array<int, kMaxNgram>& correct) {
+  std::array<double, kMaxNgram> scores{};
+  double product = 1.0;
+  for (int n = 0; n < kMaxNgram; ++n) {
+    product *= (correct[n] + kBleuTiny) / (guess[n] + kBleuSmall);
+    scores[n] = std::pow(product, 1.0 / (n + 1));
+  }
+  const double ratio = (candidate_length + kBleuTiny) / (reference_length + kBleuSmall);
+  if (ratio < 1.0) {
+    for (double& score : scores) score *= std::exp(1.0 - 1.0 / ratio);
+  }
+  return scores;
+}
+
+// The n-grams of a caption as CIDEr-D weights them, with the norm of each order.
+struct TfIdf {
+  std::array<std::unordered_map<std::string, double>, kMaxNgram> weight;
+  std::array<double, kMaxNgram> norm{};
+  int bigrams = 0;  // coco-caption's "length" in the gaussian penalty
+};
+
+TfIdf tf_idf(const Tokens& tokens, const std::unordered_map<std::string, int>& df, double log_images) {
+  TfIdf vector;
+  const NgramCounts counts = count_ngrams(tokens);
+  for (int n = 0; n < kMaxNgram; ++n) {
+    double squares = 0.0;
+    for (const auto& [ngram, tf] : counts[n]) {
+      const auto it = df.find(ngram);
+      const double w = tf * (log_images - std::log(std::max(1.0, it == df.end() ? 0.0 : double(it->second))));
+      vector.weight[n][ngram] = w;
+      squares += w * w;
+      if (n == 1) vector.bigrams += tf;
+    }
+    vector.norm[n] = std::sqrt(squares);
+  }
+  return vector;
+}
+
+// sim_n of metrics.h, summed into `total` for n = 1..4.
+void add_similarity(const TfIdf& candidate, const TfIdf& reference, std::array<double, kMaxNgram>& total) {
+  const double delta = candidate.bigrams - reference.bigrams;
+  const double penalty = std::exp(-(delta * delta) / (2.0 * kCiderSigma * kCiderSigma));
+  for (int n = 0; n < kMaxNgram; ++n) {
+    double value = 0.0;
+    for (const auto& [ngram, w] : candidate.weight[n]) {
+      const auto it = reference.weight[n].find(ngram);
+      if (it != reference.weight[n].end()) value += std::min(w, it->second) * it->second;
+    }
+    if (candidate.norm[n] != 0.0 && reference.norm[n] != 0.0) value /= candidate.norm[n] * reference.norm[n];
+    total[n] += value * penalty;
+  }
+}
+
+}  // namespace
+
+NgramCounts count_ngrams(const Tokens& tokens) {
+  NgramCounts counts;
+  for (size_t start = 0; start < tokens.size(); ++start) {
+    std::string ngram = tokens[start];
+    for (int n = 0; n < kMaxNgram && start + n < tokens.size(); ++n) {
+      if (n > 0) ngram += ' ' + tokens[start + n];
+      ++counts[n][ngram];
+    }
+  }
+  return counts;
+}
+
+BleuScores bleu(const std::vector<ImageTokens>& images) {
+  check_references(images);
+  BleuScores result;
+  result.per_image.reserve(images.size());
+  for (const auto& image : images) {
+    const int length = static_cast<int>(image.candidate.size());
+    // Closest reference length; on a tie in distance the shorter one wins.
+    int closest = -1;
+    NgramCounts max_reference_counts;  // per n-gram, its highest count in any one reference
+    for (const auto& reference : image.references) {
+      const int reference_length = static_cast<int>(reference.size());
+      if (closest < 0 || std::abs(reference_length - length) < std::abs(closest - length) ||
+          (std::abs(reference_length - length) == std::abs(closest - length) && reference_length < closest)) {
+        closest = reference_length;
+      }
+      const NgramCounts counts = count_ngrams(reference);
+      for (int n = 0; n < kMaxNgram; ++n) {
+        for (const auto& [ngram, count] : counts[n]) {
+          int& best = max_reference_counts[n][ngram];
+          best = std::max(best, count);
+        }
+      }
+    }
+    std::array<int, kMaxNgram> guess{};
+    std::array<int, kMaxNgram> correct{};
+    const NgramCounts counts = count_ngrams(image.candidate);
+    for (int n = 0; n < kMaxNgram; ++n) {
+      guess[n] = std::max(0, length - n);
+      for (const auto& [ngram, count] : counts[n]) {
+        const auto it = max_reference_counts[n].find(ngram);
+        if (it != max_reference_counts[n].end()) correct[n] += std::min(count, it->second);
+      }
+      result.guess[n] += guess[n];
+      result.correct[n] += correct[n];
+    }
+    result.candidate_length += length;
+    result.reference_length += closest;
+    result.per_image.push_back(bleu_from_counts(length, closest, guess, correct));
+  }
+  result.corpus =
+      bleu_from_counts(result.candidate_length, result.reference_length, result.guess, result.correct);
+  return result;
+}
+
+size_t lcs_length(const Tokens& a, const Tokens& b) {
+  // One row of the classic dynamic programme: row[j] = LCS(a[0..i), b[0..j)).
+  std::vector<size_t> row(b.size() + 1, 0);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = 0;  // LCS(a[0..i-1), b[0..j-1))
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = a[i - 1] == b[j - 1] ? diagonal + 1 : std::max(row[j], row[j - 1]);
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+double rouge_l(const Tokens& candidate, const std::vector<Tokens>& references) {
+  if (references.empty()) throw std::invalid_argument("ROUGE-L needs at least one reference caption");
+  // coco-caption splits on ' ', which turns "" into one empty token.
+  const Tokens empty_caption = {""};
+  const Tokens& c = candidate.empty() ? empty_caption : candidate;
+  double best_precision = 0.0;
+  double best_recall = 0.0;
+  for (const auto& reference : references) {
+    const Tokens& r = reference.empty() ? empty_caption : reference;
+    const double lcs = static_cast<double>(lcs_length(r, c));
+    best_precision = std::max(best_precision, lcs / c.size());
+    best_recall = std::max(best_recall, lcs / r.size());
+  }
+  if (best_precision == 0.0 || best_recall == 0.0) return 0.0;
+  const double beta2 = kRougeBeta * kRougeBeta;
+  return (1.0 + beta2) * best_precision * best_recall / (best_recall + beta2 * best_precision);
+}
+
+std::vector<double> cider_d(const std::vector<ImageTokens>& images) {
+  check_references(images);
+  // Document frequency: in how many images' reference sets each n-gram occurs.
+  std::unordered_map<std::string, int> df;
+  for (const auto& image : images) {
+    std::array<std::unordered_map<std::string, int>, kMaxNgram> seen;
+    for (const auto& reference : image.references) {
+      const NgramCounts counts = count_ngrams(reference);
+      for (int n = 0; n < kMaxNgram; ++n) seen[n].insert(counts[n].begin(), counts[n].end());
+    }
+    // Keys of different orders never collide: an n-gram holds n - 1 spaces.
+    for (const auto& order : seen) {
+      for (const auto& entry : order) ++df[entry.first];
+    }
+  }
+  const double log_images = std::log(static_cast<double>(images.size()));
+  std::vector<double> scores;
+  scores.reserve(images.size());
+  for (const auto& image : images) {
+    const TfIdf candidate = tf_idf(image.candidate, df, log_images);
+    std::array<double, kMaxNgram> total{};
+    for (const auto& reference : image.references)
+      add_similarity(candidate, tf_idf(reference, df, log_images), total);
+    double mean = 0.0;
+    for (double value : total) mean += value;
+    mean /= kMaxNgram;
+    scores.push_back(10.0 * mean / image.references.size());
+  }
+  return scores;
+}
+
+}  // namespace saccade

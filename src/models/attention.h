@@ -1,0 +1,219 @@
+// Attention over the annotation grid: the kinds the seed papers use, behind one interface.
+//
+//   AttentionOptions options;            // kind "additive", D=2048, H=512, A=512
+//   Attention attention = build_attention(options);
+//   AttentionMemory memory = attention->remember(annotations);   // once per image: [B, L, D]
+//   for (t ...) {
+//     AttentionStep step = attention->forward(memory, h);         // h_{t-1}: [B, H]
+//     step.context;  // z_t [B, D]
+//     step.alpha;    // [B, L] ([B, heads, L] for multihead), sums to 1 over L
+//   }
+//
+// Shape legend: B batch, L = H*W locations, D annotation dim, H decoder state dim (the query),
+// A attention dim, N heads (1 for single-head kinds), K key dim of one head.
+//
+// Kinds (score e_i of location i given the decoder state h; alpha = softmax_i(e)):
+//   additive    e_i = w^T tanh(W_a a_i + b + W_h h)       the paper's f_att MLP (eq. 4, 5)
+//   dot         e_i = (W_k a_i + b_k) . (W_q h + b_q)     dot product in an A-dim space
+//   scaled_dot  e_i = dot / sqrt(A)
+//   general     e_i = h^T W a_i                           bilinear (Luong's "general"), W: [H, D]
+//   multihead   N heads of scaled_dot with K = A/N each, values W_v a_i per head; the N head
+//               contexts are concatenated and mapped back to D by an output projection W_o.
+// The paper's scalar bias on e (c_tt in the authors' code) is left out: softmax ignores it.
+//
+// Everything that depends only on the annotations (keys, values) is computed once per image by
+// remember(); the per-step work is the query projection and the scores. The query projection is
+// exposed (query_weight/query_bias) so the decoder can fuse it with its other maps of h_{t-1}
+// into one GEMM per step.
+//
+// Soft and hard attention differ only in how alpha becomes a context: a ContextReader. The soft
+// reader takes the expectation sum_i alpha_i a_i (paper Sec. 4.2, eq. 13); a hard reader would
+// sample a location (Sec. 4.1) and is not implemented yet.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/time_shared.h"
+
+namespace saccade {
+
+struct AttentionOptions {
+  // A registered kind: additive | dot | scaled_dot | general | multihead (see attention_kinds()).
+  std::string kind = "additive";
+  // D: size of one annotation vector a_i (the encoder's channels, e.g. 2048 for ResNet-101).
+  int64_t annotation_dim = 512;
+  // H: size of the query, the decoder's hidden state h_{t-1}.
+  int64_t query_dim = 512;
+  // A: the space scores are computed in (additive: the MLP's hidden size; dot, scaled_dot,
+  // multihead: the projected key/query size). Unused by general, which scores in the H space.
+  int64_t dim = 512;
+  // N: number of heads for multihead (must divide dim); must be 1 for the other kinds.
+  int64_t heads = 1;
+};
+
+// Throws std::invalid_argument, one sentence per broken rule (unknown kind lists the known ones).
+void validate(const AttentionOptions& options);
+
+// The encoder-side part of attention, computed once per image and reused at every step and beam.
+struct AttentionMemory {
+  torch::Tensor keys;    // [B, L, A] (general: [B, L, H]; multihead: [B, N, L, K])
+  torch::Tensor values;  // [B, N, L, Dv]: what alpha averages (single head: the annotations)
+  torch::Tensor mask;    // [B, L] bool, true = a real location; undefined = every location is real
+  // The keys again, for kinds whose step reads a prefix keys[:n] and adds its gradient in place
+  // into one buffer for all steps (additive); null for the others. Shared by head(), dropped by
+  // index_select() (those keys are new tensors).
+  std::shared_ptr<TimeSharedTensor> shared_keys;
+
+  // Number of images (the batch dimension of every member).
+  int64_t size() const { return keys.size(0); }
+  // Rows `index` [B'] of every member, in that order: reorders or expands images (beams).
+  AttentionMemory index_select(const torch::Tensor& index) const;
+  // The first n rows of every member, as views (the active prefix of a length-sorted batch).
+  AttentionMemory head(int64_t n) const;
+};
+
+// The output of one attention step.
+struct AttentionStep {
+  torch::Tensor context;  // z_t [B, D]
+  torch::Tensor alpha;    // [B, L] ([B, N, L] for multihead); 0 at masked locations
+};
+
+// How attention weights become a context: the one place where soft and hard attention differ.
+class ContextReader {
+ public:
+  virtual ~ContextReader() = default;
+  // alpha [B, N, L] (rows sum to 1), values [B, N, L, Dv] -> one glimpse per head [B, N, Dv].
+  virtual torch::Tensor read(const torch::Tensor& alpha, const torch::Tensor& values) const = 0;
+};
+
+// Soft (deterministic) attention: the expected annotation under alpha, sum_i alpha_i v_i.
+class SoftContextReader : public ContextReader {
+ public:
+  torch::Tensor read(const torch::Tensor& alpha, const torch::Tensor& values) const override;
+};
+
+// The shared soft reader (stateless).
+const ContextReader& soft_context_reader();
+
+// The attention interface. Subclasses define keys/values, the query map and the scores; the
+// softmax, masking and reading are shared.
+class AttentionImpl : public torch::nn::Module {
+ public:
+  explicit AttentionImpl(const AttentionOptions& options);
+  const AttentionOptions& options() const { return options_; }
+
+  // Encoder side, once per image: annotations [B, L, D], optional mask [B, L] (true = real).
+  virtual AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) = 0;
+
+  // The query map h [B, H] -> q [B, Q] as weight [Q, H] and bias [Q] (either may be undefined:
+  // no weight means q = h, no bias means zero). The decoder fuses this weight with its other
+  // maps of h_{t-1}; project_query() applies it on its own.
+  virtual torch::Tensor query_weight() const = 0;
+  virtual torch::Tensor query_bias() const { return {}; }
+  // Q: the size of the projected query.
+  int64_t query_size() const;
+  torch::Tensor project_query(const torch::Tensor& h);
+
+  // Scores e [B, N, L] of every location for a projected query q [B, Q], before masking.
+  virtual torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) = 0;
+
+  // Maps the per-head glimpses [B, N, Dv] to the context [B, D] (identity for one head).
+  virtual torch::Tensor combine(const torch::Tensor& glimpses);
+
+  // One step from a projected query q [B, Q]: mask, softmax over L, read, combine.
+  AttentionStep attend(
+      const AttentionMemory& memory,
+      const torch::Tensor& q,
+      const ContextReader& reader = soft_context_reader());
+
+  // One step from the decoder state h [B, H]: attend(memory, project_query(h), reader).
+  AttentionStep forward(
+      const AttentionMemory& memory,
+      const torch::Tensor& h,
+      const ContextReader& reader = soft_context_reader());
+
+ protected:
+  // Whether alpha keeps its head dimension ([B, N, L]) in AttentionStep.
+  virtual bool keeps_heads() const { return false; }
+
+  AttentionOptions options_;
+};
+TORCH_MODULE(Attention);
+
+// additive: e_i = w^T tanh(key(a_i) + query(h)). Parameters: key [A, D] + bias (the paper's W_a,
+// b), query [A, H] without bias (W_h; the authors' Wd_att), score [1, A] without bias (w).
+class AdditiveAttentionImpl : public AttentionImpl {
+ public:
+  explicit AdditiveAttentionImpl(const AttentionOptions& options);
+  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  torch::Tensor query_weight() const override { return query->weight; }
+  torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
+
+  torch::nn::Linear key{nullptr}, query{nullptr}, score{nullptr};
+};
+
+// dot and scaled_dot: e_i = key(a_i) . query(h) * scale, scale 1 or 1/sqrt(A). Parameters: key
+// [A, D] + bias, query [A, H] + bias.
+class DotAttentionImpl : public AttentionImpl {
+ public:
+  explicit DotAttentionImpl(const AttentionOptions& options);
+  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  torch::Tensor query_weight() const override { return query->weight; }
+  torch::Tensor query_bias() const override { return query->bias; }
+  torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
+
+  torch::nn::Linear key{nullptr}, query{nullptr};
+
+ private:
+  double scale_ = 1.0;  // 1 for dot, 1/sqrt(A) for scaled_dot
+};
+
+// general: e_i = h^T W a_i with W [H, D] (stored as key: a_i -> W a_i, no bias); the query is h.
+class GeneralAttentionImpl : public AttentionImpl {
+ public:
+  explicit GeneralAttentionImpl(const AttentionOptions& options);
+  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  torch::Tensor query_weight() const override { return {}; }
+  torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
+
+  torch::nn::Linear key{nullptr};
+};
+
+// multihead: N heads of scaled dot-product attention with K = A/N. Parameters: key [A, D] + bias,
+// value [A, D] + bias, query [A, H] + bias, output [D, A] + bias; head n uses rows n*K..(n+1)*K-1
+// of key, value and query. alpha is [B, N, L], one map per head for visualization.
+class MultiheadAttentionImpl : public AttentionImpl {
+ public:
+  explicit MultiheadAttentionImpl(const AttentionOptions& options);
+  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  torch::Tensor query_weight() const override { return query->weight; }
+  torch::Tensor query_bias() const override { return query->bias; }
+  torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
+  torch::Tensor combine(const torch::Tensor& glimpses) override;
+
+  torch::nn::Linear key{nullptr}, value{nullptr}, query{nullptr}, output{nullptr};
+
+ protected:
+  bool keeps_heads() const override { return true; }
+};
+
+// The attention registry: kind name -> builder. The built-in kinds are registered on first use.
+using AttentionBuilder = std::function<Attention(const AttentionOptions&)>;
+
+// Adds or replaces a kind.
+void register_attention(const std::string& kind, AttentionBuilder builder);
+
+// The registered kinds, sorted.
+std::vector<std::string> attention_kinds();
+
+// Validates the options and builds the module of options.kind.
+Attention build_attention(const AttentionOptions& options);
+
+}  // namespace saccade

@@ -1,0 +1,28 @@
+// Captioner: wiring of encoder and decoder.
+#include "models/captioner.h"
+
+namespace saccade {
+
+CaptionerImpl::CaptionerImpl(Encoder encoder_module, AttentionLSTMDecoder decoder_module)
+    : encoder(register_module("encoder", std::move(encoder_module))),
+      decoder(register_module("decoder", std::move(decoder_module))) {}
+
+torch::Tensor CaptionerImpl::encode(const torch::Tensor& images) {
+  return encoder->forward(images);  // [B, L, D]
+}
+
+DecoderOutput CaptionerImpl::forward(
+    const torch::Tensor& images, const torch::Tensor& tokens, const torch::Tensor& lengths) {
+  return decoder->forward(encode(images), tokens, lengths);
+}
+
+Captioner build_captioner(
+    const EncoderOptions& encoder_options, DecoderOptions decoder_options, int64_t vocab_size) {
+  Encoder encoder = build_encoder(encoder_options);
+  decoder_options.vocab_size = vocab_size;
+  decoder_options.annotation_dim = encoder->annotation_dim();
+  validate(decoder_options);
+  return Captioner(std::move(encoder), AttentionLSTMDecoder(decoder_options));
+}
+
+}  // namespace saccade

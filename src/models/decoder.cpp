@@ -1,0 +1,341 @@
+// AttentionLSTMDecoder: teacher-forced forward with a shrinking active batch, and the step API
+// (see decoder.h).
+#include "models/decoder.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "config/config.h"
+#include "models/time_shared.h"
+
+namespace saccade {
+
+std::string to_string(Gate gate) {
+  switch (gate) {
+    case Gate::none:
+      return "none";
+    case Gate::scalar:
+      return "scalar";
+    case Gate::vector:
+      return "vector";
+  }
+  return "?";
+}
+
+Gate parse_gate(const std::string& name) {
+  for (Gate gate : {Gate::none, Gate::scalar, Gate::vector}) {
+    if (to_string(gate) == name) return gate;
+  }
+  throw std::invalid_argument("Unknown gate '" + name + "'; expected none, scalar or vector");
+}
+
+std::string to_string(AttentionMode mode) {
+  return mode == AttentionMode::soft ? "soft" : "hard";
+}
+
+AttentionMode parse_attention_mode(const std::string& name) {
+  if (name == "soft") return AttentionMode::soft;
+  if (name == "hard") return AttentionMode::hard;
+  throw std::invalid_argument("Unknown attention mode '" + name + "'; expected soft or hard");
+}
+
+AttentionOptions DecoderOptions::attention() const {
+  AttentionOptions options;
+  options.kind = attention_kind;
+  options.annotation_dim = annotation_dim;
+  options.query_dim = hidden_dim;
+  options.dim = attention_dim;
+  options.heads = attention_heads;
+  return options;
+}
+
+DecoderOptions decoder_options_from(const Config& config) {
+  // Enum values are parsed here so a bad one names its key.
+  const auto parsed = [&](const std::string& key, auto parse) {
+    const auto value = config.get<std::string>(key);
+    try {
+      return parse(value);
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError(key + ": " + error.what());
+    }
+  };
+  DecoderOptions options;
+  options.embed_dim = config.get<int64_t>("decoder.embed_dim");
+  options.hidden_dim = config.get<int64_t>("decoder.hidden_dim");
+  options.attention_kind = config.get<std::string>("decoder.attention.kind");
+  options.attention_dim = config.get<int64_t>("decoder.attention.dim");
+  options.attention_heads = config.get<int64_t>("decoder.attention.heads");
+  options.attention_mode = parsed("decoder.attention.mode", parse_attention_mode);
+  options.gate = parsed("decoder.gate", parse_gate);
+  options.deep_output = config.get<bool>("decoder.deep_output");
+  options.dropout = config.get<double>("decoder.dropout");
+  return options;
+}
+
+void validate(const DecoderOptions& options) {
+  if (options.vocab_size <= 0) {
+    throw std::invalid_argument("The decoder's vocab_size must be > 0 (set it from the vocabulary)");
+  }
+  if (options.annotation_dim <= 0) {
+    throw std::invalid_argument("The decoder's annotation_dim must be > 0 (set it from the encoder)");
+  }
+  if (options.embed_dim <= 0) {
+    throw std::invalid_argument("decoder.embed_dim must be > 0, got " + std::to_string(options.embed_dim));
+  }
+  if (options.hidden_dim <= 0) {
+    throw std::invalid_argument("decoder.hidden_dim must be > 0, got " + std::to_string(options.hidden_dim));
+  }
+  if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
+    throw std::invalid_argument("decoder.dropout must be in [0, 1), got " + std::to_string(options.dropout));
+  }
+  if (options.attention_mode == AttentionMode::hard) {
+    throw std::invalid_argument("decoder.attention.mode=hard is not implemented yet; use soft");
+  }
+  try {
+    validate(options.attention());
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(std::string("decoder.attention: ") + error.what());
+  }
+}
+
+DecoderState DecoderState::index_select(const torch::Tensor& index) const {
+  return {h.index_select(0, index), c.index_select(0, index), memory.index_select(index)};
+}
+
+// The weights every step uses, prepared once per call so the loop only multiplies. The two
+// per-step products use TimeSharedWeight: their weight gradients are one GEMM each after the loop.
+struct AttentionLSTMDecoderImpl::Recurrence {
+  TimeSharedWeight h_weight;  // [H, Q + G + 4H]: attention query | gate | LSTM U, transposed
+  TimeSharedWeight z_weight;  // [D, 4H]: LSTM input weights of beta z, transposed
+  torch::Tensor query_bias;   // [Q] or undefined
+  torch::Tensor gate_bias;    // [G] or undefined
+  torch::Tensor x_weight;     // [E, 4H]: LSTM input weights of E y_{t-1}, transposed
+  torch::Tensor x_bias;       // [4H]: both LSTM biases
+  int64_t query_size = 0;     // Q; 0 when the query is h itself
+  int64_t gate_size = 0;      // G; 0 without a gate
+};
+
+struct AttentionLSTMDecoderImpl::CellOutput {
+  torch::Tensor h;        // [n, H]
+  torch::Tensor c;        // [n, H]
+  torch::Tensor context;  // [n, D] beta * z
+  torch::Tensor alpha;    // [n, L] or [n, N, L]
+  torch::Tensor gate;     // [n, G] or undefined
+};
+
+AttentionLSTMDecoderImpl::AttentionLSTMDecoderImpl(const DecoderOptions& options) : options_(options) {
+  validate(options_);
+  const int64_t V = options.vocab_size, D = options.annotation_dim, E = options.embed_dim,
+                H = options.hidden_dim;
+  embedding = register_module("embedding", torch::nn::Embedding(V, E));
+  init_h = register_module("init_h", torch::nn::Linear(D, H));
+  init_c = register_module("init_c", torch::nn::Linear(D, H));
+  attention = register_module("attention", build_attention(options.attention()));
+  if (options.gate != Gate::none) {
+    gate = register_module("gate", torch::nn::Linear(H, options.gate == Gate::scalar ? 1 : D));
+  }
+  lstm = register_module("lstm", torch::nn::LSTMCell(E + D, H));
+  if (options.deep_output) {
+    out_h = register_module("out_h", torch::nn::Linear(H, E));
+    out_z = register_module("out_z", torch::nn::Linear(D, E));
+  }
+  out = register_module("out", torch::nn::Linear(options.deep_output ? E : H, V));
+  // Small embeddings (as sgrvinod's tutorial): the deep output adds E y_{t-1} to L_h h_t unscaled.
+  torch::NoGradGuard no_grad;
+  embedding->weight.uniform_(-0.1, 0.1);
+  reader_ = std::make_shared<SoftContextReader>();
+}
+
+AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::recurrence() const {
+  const int64_t E = options_.embed_dim, D = options_.annotation_dim;
+  std::vector<torch::Tensor> h_weights;
+  const auto query_weight = attention->query_weight();
+  if (query_weight.defined()) h_weights.push_back(query_weight);
+  if (gate) h_weights.push_back(gate->weight);
+  h_weights.push_back(lstm->weight_hh);
+  return {
+      TimeSharedWeight(torch::cat(h_weights).t()),            // [H, Q + G + 4H]
+      TimeSharedWeight(lstm->weight_ih.narrow(1, E, D).t()),  // [D, 4H]
+      attention->query_bias(),                                // [Q]
+      gate ? gate->bias : torch::Tensor(),                    // [G]
+      lstm->weight_ih.narrow(1, 0, E).t(),                    // [E, 4H]
+      lstm->bias_ih + lstm->bias_hh,                          // [4H]
+      query_weight.defined() ? query_weight.size(0) : 0,
+      gate ? gate->weight.size(0) : 0};
+}
+
+AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
+    Recurrence& w,
+    const AttentionMemory& memory,
+    const torch::Tensor& x_gates,
+    const torch::Tensor& h,
+    const torch::Tensor& c) {
+  const int64_t Q = w.query_size, G = w.gate_size, H = options_.hidden_dim;
+  const auto hh = w.h_weight.multiply(h);                            // [n, Q + G + 4H]
+  auto query = Q > 0 ? hh.narrow(1, 0, Q) : h;                       // [n, Q]
+  if (w.query_bias.defined()) query = query + w.query_bias;          // [n, Q]
+  const auto attended = attention->attend(memory, query, *reader_);  // eq. 4-6
+  CellOutput out;
+  out.alpha = attended.alpha;      // [n, L] or [n, N, L]
+  out.context = attended.context;  // [n, D]
+  if (G > 0) {
+    out.gate = torch::sigmoid(hh.narrow(1, Q, G) + w.gate_bias);  // [n, G]  beta
+    out.context = out.gate * out.context;                         // [n, D]
+  }
+  const auto gates =
+      x_gates + hh.narrow(1, Q + G, 4 * H) + w.z_weight.multiply(out.context);  // [n, 4H] eq. 1
+  const auto chunks = gates.chunk(4, 1);                                        // i, f, g, o: [n, H] each
+  out.c = torch::sigmoid(chunks[1]) * c + torch::sigmoid(chunks[0]) * torch::tanh(chunks[2]);  // [n, H] eq. 2
+  out.h = torch::sigmoid(chunks[3]) * torch::tanh(out.c);                                      // [n, H] eq. 3
+  return out;
+}
+
+torch::Tensor AttentionLSTMDecoderImpl::readout(
+    const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb) {
+  const double p = options_.dropout;
+  if (!options_.deep_output) return out(torch::dropout(h, p, is_training()));  // [N, V]
+  // eq. 7 with the authors' tanh: L_o(tanh(E y_{t-1} + L_h h_t + L_z z_t)).
+  const auto hidden =
+      torch::tanh(emb + out_h(torch::dropout(h, p, is_training())) + out_z(context));  // [N, E]
+  return out(torch::dropout(hidden, p, is_training()));                                // [N, V]
+}
+
+DecoderState AttentionLSTMDecoderImpl::init_state(
+    const torch::Tensor& annotations, const torch::Tensor& mask) {
+  auto memory = attention->remember(annotations, mask);  // keys once per image; checks the shapes
+  torch::Tensor mean;
+  if (memory.mask.defined()) {
+    const auto weights = memory.mask.to(annotations.scalar_type()).unsqueeze(1);          // [B, 1, L]
+    mean = torch::bmm(weights, annotations).squeeze(1) / weights.sum(-1).clamp_min(1.0);  // [B, D]
+  } else {
+    mean = annotations.mean(1);  // [B, D]
+  }
+  return {torch::tanh(init_h(mean)), torch::tanh(init_c(mean)), std::move(memory)};  // h_0, c_0 [B, H]
+}
+
+DecoderOutput AttentionLSTMDecoderImpl::forward(
+    const torch::Tensor& annotations,
+    const torch::Tensor& tokens,
+    const torch::Tensor& lengths,
+    const torch::Tensor& mask) {
+  if (tokens.dim() != 2 || tokens.size(1) < 1 || annotations.dim() != 3 ||
+      tokens.size(0) != annotations.size(0)) {
+    throw std::invalid_argument(
+        "The decoder expects tokens [B, T] with T >= 1 for annotations [B, L, D], got tokens " +
+        c10::str(tokens.sizes()) + " and annotations " + c10::str(annotations.sizes()));
+  }
+  const int64_t B = tokens.size(0), T = tokens.size(1), E = options_.embed_dim, H = options_.hidden_dim;
+  if (lengths.dim() != 1 || lengths.size(0) != B) {
+    throw std::invalid_argument(
+        "The decoder expects lengths [" + std::to_string(B) + "], got " + c10::str(lengths.sizes()));
+  }
+  const auto length_values = lengths.to(torch::kCPU, torch::kLong).contiguous();
+  const int64_t* length = length_values.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; ++b) {
+    if (length[b] < 0 || length[b] > T) {
+      throw std::invalid_argument(
+          "lengths[" + std::to_string(b) + "] = " + std::to_string(length[b]) + " is outside [0, " +
+          std::to_string(T) + "]");
+    }
+  }
+
+  // Longest caption first, so the rows still running at step t are a prefix. The sort is stable:
+  // a batch that is already sorted stays as it is and nothing is copied.
+  std::vector<int64_t> order(B);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return length[x] > length[y]; });
+  const bool reordered = !std::is_sorted(order.begin(), order.end());
+  const auto device = annotations.device();
+  const auto to_index = [&](const std::vector<int64_t>& values) {
+    return torch::tensor(values, torch::kLong).to(device);
+  };
+  const auto order_index = to_index(order);
+  const auto sorted = [&](const torch::Tensor& x) {
+    return reordered && x.defined() ? x.index_select(0, order_index) : x;
+  };
+
+  DecoderState state = init_state(sorted(annotations), sorted(mask));
+  Recurrence w = recurrence();
+  const auto emb = embedding(sorted(tokens).t());  // [T, B, E]  E y_{t-1}
+  const auto x_gates =
+      torch::addmm(w.x_bias, emb.reshape({T * B, E}), w.x_weight).view({T, B, 4 * H});  // [T, B, 4H]
+  const auto x_steps = x_gates.unbind(0);  // T x [B, 4H]; one autograd node for all steps
+
+  // The recurrence over a shrinking prefix of rows; step t's n_t rows are appended to the packed
+  // (time-major) lists at offsets[t]. Slicing only when n_t drops keeps autograd from building a
+  // full-size gradient per step for every sliced tensor.
+  std::vector<torch::Tensor> hs, contexts, alphas, betas;
+  std::vector<int64_t> offsets;
+  AttentionMemory memory = state.memory;
+  torch::Tensor h = state.h, c = state.c;  // [B, H]
+  for (int64_t t = 0, packed = 0; t < T; ++t) {
+    int64_t n = 0;
+    while (n < B && length[order[n]] > t) ++n;
+    if (n == 0 && t > 0) break;
+    if (n < memory.size()) memory = memory.head(n);
+    if (n < h.size(0)) {
+      h = h.narrow(0, 0, n);  // [n, H]
+      c = c.narrow(0, 0, n);  // [n, H]
+    }
+    auto out = cell(w, memory, n < B ? x_steps[t].narrow(0, 0, n) : x_steps[t], h, c);
+    h = out.h;  // [n, H]
+    c = out.c;  // [n, H]
+    hs.push_back(out.h);
+    contexts.push_back(out.context);
+    alphas.push_back(out.alpha);
+    betas.push_back(out.gate);
+    offsets.push_back(packed);
+    packed += n;
+  }
+
+  // Real steps in batch-major order (original row b, step t), then one output GEMM for them all.
+  std::vector<int64_t> rows, emb_rows, targets;
+  for (int64_t r = 0; r < B; ++r) {
+    for (int64_t t = 0; t < length[order[r]]; ++t) {
+      rows.push_back(offsets[t] + r);
+      emb_rows.push_back(t * B + r);
+      targets.push_back(order[r] * T + t);
+    }
+  }
+  const bool dense = static_cast<int64_t>(rows.size()) == B * T && !reordered;  // no padding, rows in place
+  const auto row_index = to_index(rows);
+  const auto target_index = to_index(targets);
+  const auto gather = [&](const std::vector<torch::Tensor>& steps) {
+    return torch::cat(steps).index_select(0, row_index);  // [N, ...]
+  };
+  const auto scatter = [&](const torch::Tensor& x) {  // [N, ...] -> [B, T, ...], zeros at padding
+    std::vector<int64_t> shape = {B, T}, flat = {B * T};
+    shape.insert(shape.end(), x.sizes().begin() + 1, x.sizes().end());
+    flat.insert(flat.end(), x.sizes().begin() + 1, x.sizes().end());
+    return dense ? x.view(shape) : torch::zeros(flat, x.options()).index_copy(0, target_index, x).view(shape);
+  };
+
+  DecoderOutput output;
+  const auto context_rows = options_.deep_output ? gather(contexts) : torch::Tensor();  // [N, D]
+  const auto emb_rows_t = options_.deep_output ? emb.reshape({T * B, E}).index_select(0, to_index(emb_rows))
+                                               : torch::Tensor();          // [N, E]
+  output.logits = scatter(readout(gather(hs), context_rows, emb_rows_t));  // [B, T, V]
+  output.alphas = scatter(gather(alphas));                                 // [B, T, (N,) L]
+  if (gate) output.gates = scatter(gather(betas));                         // [B, T, G]
+  return output;
+}
+
+DecoderStep AttentionLSTMDecoderImpl::step(const DecoderState& state, const torch::Tensor& prev_tokens) {
+  if (prev_tokens.dim() != 1 || prev_tokens.size(0) != state.h.size(0)) {
+    throw std::invalid_argument(
+        "step expects previous tokens [" + std::to_string(state.h.size(0)) + "], got " +
+        c10::str(prev_tokens.sizes()));
+  }
+  Recurrence w = recurrence();
+  const auto emb = embedding(prev_tokens);                       // [B, E]
+  const auto x_gates = torch::addmm(w.x_bias, emb, w.x_weight);  // [B, 4H]
+  auto out = cell(w, state.memory, x_gates, state.h, state.c);
+  return {
+      readout(out.h, out.context, emb), out.alpha, out.gate, {out.h, out.c, state.memory}};  // logits [B, V]
+}
+
+}  // namespace saccade

@@ -1,0 +1,196 @@
+// AttentionLSTMDecoder: the Show-Attend-Tell LSTM decoder (Xu et al. 2015, Sec. 3.1.2), with
+// switches for the gate, the deep output and the attention kind.
+//
+//   DecoderOptions options = decoder_options_from(config);   // decoder.* keys
+//   options.vocab_size = vocabulary.size();                  // V, from the data
+//   options.annotation_dim = 2048;                           // D, from the encoder
+//   AttentionLSTMDecoder decoder(options);
+//
+//   // Training (teacher forcing): one call for the whole caption.
+//   DecoderOutput out = decoder->forward(annotations, tokens, lengths);
+//   // out.logits [B, T, V] scores the word after each input token.
+//
+//   // Decoding: one call per word; the state reorders/expands for beams.
+//   DecoderState state = decoder->init_state(annotations);
+//   DecoderStep step = decoder->step(state, start_tokens);   // [B] -> logits [B, V]
+//   state = step.state.index_select(beam_origin);
+//
+// Shape legend: B batch, T steps, L = H*W locations, D annotation dim, E embedding dim,
+// H LSTM hidden dim, V vocabulary, N attention heads (multihead only), G gate width (1 or D).
+//
+// The model, per step t with y_{t-1} the previous word (y_0 = <start>):
+//   h_0 = tanh(f_init_h(mean_i a_i)), c_0 = tanh(f_init_c(mean_i a_i))          (Sec. 3.1.2)
+//   alpha_t, z_t = attention(a, h_{t-1})                                          eq. 4-6
+//   beta_t = sigmoid(f_beta(h_{t-1}))   (gate: scalar -> 1 unit, vector -> D units, none -> 1)
+//   i,f,g,o = W [E y_{t-1}; beta_t z_t] + U h_{t-1} + b                          eq. 1
+//   c_t = f * c_{t-1} + i * g, h_t = o * tanh(c_t)                                eq. 2, 3
+//   deep output:  logits = L_o dropout(tanh(E y_{t-1} + L_h dropout(h_t) + L_z beta_t z_t))   eq. 7
+//                 (the paper has no tanh; the authors' arctic-captions code applies it)
+//   otherwise:    logits = L_o dropout(h_t)
+//
+// Speed: everything that does not depend on h_{t-1} is outside the time loop: the attention keys
+// (once per image), the embedding side of the LSTM input (one GEMM over all steps) and the output
+// layer (one GEMM over all real steps after the loop). Inside the loop, the maps of h_{t-1}
+// (attention query, gate, LSTM recurrence) are one GEMM and the context side of the LSTM input
+// another; the weight gradients of both are one GEMM each after the backward pass through time
+// (TimeSharedWeight), not 2T thin ones. Captions of different lengths shrink the active batch step
+// by step: rows are sorted by length (longest first) and step t runs only the rows still active.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/rnn.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+#include <string>
+
+#include "models/attention.h"
+
+namespace saccade {
+
+class Config;
+
+// How much of the context passes into the LSTM (paper Sec. 4.2.1, "beta").
+enum class Gate {
+  none,    // beta = 1
+  scalar,  // one sigmoid unit per step (the paper and the authors' code)
+  vector,  // D sigmoid units, one per context channel (sgrvinod's tutorial)
+};
+std::string to_string(Gate gate);
+// "none" | "scalar" | "vector"; throws std::invalid_argument naming the value otherwise.
+Gate parse_gate(const std::string& name);
+
+// How alpha becomes a context (the ContextReader): soft = expectation (Sec. 4.2); hard = a sampled
+// location trained with REINFORCE (Sec. 4.1), not implemented yet.
+enum class AttentionMode { soft, hard };
+std::string to_string(AttentionMode mode);
+// "soft" | "hard"; throws std::invalid_argument naming the value otherwise.
+AttentionMode parse_attention_mode(const std::string& name);
+
+struct DecoderOptions {
+  // V: vocabulary size, including the special tokens. Comes from the data at run time, never from
+  // the config; 0 = not set yet (validate rejects it).
+  int64_t vocab_size = 0;
+  // D: size of one annotation vector. Comes from the encoder at run time; 0 = not set yet.
+  int64_t annotation_dim = 0;
+  // E: word embedding size (the paper's m).
+  int64_t embed_dim = 512;
+  // H: LSTM hidden and cell size (the paper's n).
+  int64_t hidden_dim = 512;
+  // Attention kind, see attention.h: additive (the paper's) | dot | scaled_dot | general | multihead.
+  std::string attention_kind = "additive";
+  // A: the attention's own dimension (additive: MLP width; dot kinds: projected key size).
+  int64_t attention_dim = 512;
+  // N: heads, multihead only (must divide attention_dim).
+  int64_t attention_heads = 1;
+  // soft | hard (hard is not implemented yet).
+  AttentionMode attention_mode = AttentionMode::soft;
+  // The context gate beta.
+  Gate gate = Gate::scalar;
+  // true: the paper's deep output layer (eq. 7); false: one linear layer on h_t.
+  bool deep_output = true;
+  // Dropout probability on the output path (h_t, and the deep output's tanh layer); 0 = none.
+  // The recurrence itself never sees dropout.
+  double dropout = 0.5;
+
+  // The options of the attention module (D and H filled in from the fields above).
+  AttentionOptions attention() const;
+};
+
+// Reads decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, mode}, gate, deep_output,
+// dropout}. vocab_size and annotation_dim stay 0: the caller sets them from the vocabulary and
+// the encoder. Throws ConfigError for a missing key or a bad value.
+DecoderOptions decoder_options_from(const Config& config);
+
+// Throws std::invalid_argument, one sentence per broken rule.
+void validate(const DecoderOptions& options);
+
+// Teacher-forced outputs. Positions t >= lengths[b] are padding: zeros everywhere.
+struct DecoderOutput {
+  torch::Tensor logits;  // [B, T, V] unnormalized scores of the word following tokens[b, t]
+  torch::Tensor alphas;  // [B, T, L] ([B, T, N, L] for multihead) attention weights
+  torch::Tensor gates;   // [B, T, G] beta per step; undefined when the gate is none
+};
+
+// The decoder's recurrent state between steps, for greedy and beam search.
+struct DecoderState {
+  torch::Tensor h;         // [B, H]
+  torch::Tensor c;         // [B, H]
+  AttentionMemory memory;  // attention keys/values, computed once per image by init_state
+
+  // Rows `index` [B'] of everything, in that order: reorders beams or expands images to beams.
+  DecoderState index_select(const torch::Tensor& index) const;
+};
+
+// One decoding step.
+struct DecoderStep {
+  torch::Tensor logits;  // [B, V] unnormalized scores of the next word
+  torch::Tensor alpha;   // [B, L] ([B, N, L] for multihead)
+  torch::Tensor gate;    // [B, G]; undefined when the gate is none
+  DecoderState state;    // the state after this step
+};
+
+// Parameter names (checkpoints load by name):
+//   embedding.weight [V, E]
+//   init_h.{weight [H, D], bias}, init_c.{weight [H, D], bias}        f_init_h, f_init_c
+//   attention.*                                                        see attention.h
+//   gate.{weight [G, H], bias}                                         f_beta (absent for none)
+//   lstm.{weight_ih [4H, E+D], weight_hh [4H, H], bias_ih, bias_hh}   PyTorch LSTMCell layout,
+//                                                                      gates i, f, g, o
+//   out_h.{weight [E, H], bias}, out_z.{weight [E, D], bias}          L_h, L_z (deep output only)
+//   out.{weight [V, E or H], bias}                                     L_o
+class AttentionLSTMDecoderImpl : public torch::nn::Module {
+ public:
+  explicit AttentionLSTMDecoderImpl(const DecoderOptions& options);
+  const DecoderOptions& options() const { return options_; }
+
+  // Teacher-forced pass over whole captions.
+  //   annotations [B, L, D] float
+  //   tokens      [B, T] int64: <start> w_1 .. w_{T-1}, padded; tokens[b, t] is y_t's predecessor
+  //   lengths     [B] int64 in [0, T]: steps to run for caption b (its words + <end>)
+  //   mask        optional [B, L] bool, true = real location (for padded grids)
+  // Rows already sorted by length, longest first, skip a reordering copy of the annotations.
+  DecoderOutput forward(
+      const torch::Tensor& annotations,
+      const torch::Tensor& tokens,
+      const torch::Tensor& lengths,
+      const torch::Tensor& mask = {});
+
+  // h_0, c_0 and the attention keys for annotations [B, L, D] (mask as in forward).
+  DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {});
+
+  // One step from `state` given the previous words [B] (int64; <start> first). The same code as
+  // forward: feeding forward's tokens one by one reproduces its logits and alphas.
+  DecoderStep step(const DecoderState& state, const torch::Tensor& prev_tokens);
+
+  torch::nn::Embedding embedding{nullptr};
+  torch::nn::Linear init_h{nullptr}, init_c{nullptr};
+  Attention attention{nullptr};
+  torch::nn::Linear gate{nullptr};
+  torch::nn::LSTMCell lstm{nullptr};
+  torch::nn::Linear out_h{nullptr}, out_z{nullptr}, out{nullptr};
+
+ private:
+  struct Recurrence;
+  struct CellOutput;
+
+  // The per-step weights, fused once per call: the maps of h_{t-1} stacked into one matrix.
+  Recurrence recurrence() const;
+  // One step for the first n rows of h, c and memory: attention, gate, LSTM.
+  CellOutput cell(
+      Recurrence& weights,
+      const AttentionMemory& memory,
+      const torch::Tensor& x_gates,
+      const torch::Tensor& h,
+      const torch::Tensor& c);
+  // Word scores from h_t [N, H], the gated context [N, D] and E y_{t-1} [N, E]: [N, V].
+  torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb);
+
+  DecoderOptions options_;
+  std::shared_ptr<const ContextReader> reader_;
+};
+TORCH_MODULE(AttentionLSTMDecoder);
+
+}  // namespace saccade

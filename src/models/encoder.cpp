@@ -1,0 +1,243 @@
+// The encoder base (frozen prefix under no-grad, pooling, flattening), its options and registry.
+#include "models/encoder.h"
+
+#include <torch/nn/functional/pooling.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "io/safetensors.h"
+#include "models/resnet.h"
+#include "models/small_cnn.h"
+#include "models/torchscript_encoder.h"
+#include "models/vgg.h"
+#include "models/weights.h"
+
+namespace saccade {
+namespace {
+
+std::string shape_text(torch::IntArrayRef shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, EncoderBuilder> builders;
+};
+
+Registry& registry() {
+  static Registry instance;
+  return instance;
+}
+
+std::string known_names() {
+  std::string text;
+  for (const auto& name : encoder_names()) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+}  // namespace
+
+EncoderOptions encoder_options_from(const Config& cfg) {
+  EncoderOptions options;
+  options.name = cfg.get<std::string>("encoder.name");
+  options.weights = cfg.get_optional<std::string>("encoder.weights");
+  options.trainable_blocks = cfg.get<int64_t>("encoder.trainable_blocks");
+  if (const auto grid = cfg.get_optional<std::vector<int64_t>>("encoder.grid")) {
+    if (grid->size() != 2) {
+      throw ConfigError(
+          "encoder.grid must be [H, W] or null, got a list of " + std::to_string(grid->size()) + " values");
+    }
+    options.grid = std::array<int64_t, 2>{(*grid)[0], (*grid)[1]};
+  }
+  if (options.name == "small_cnn") options.channels = cfg.get<std::vector<int64_t>>("encoder.channels");
+  if (options.name == "torchscript") {
+    options.path = cfg.get<std::string>("encoder.path");
+    const auto probe = cfg.get<std::vector<int64_t>>("encoder.probe_size");
+    if (probe.size() != 2) {
+      throw ConfigError(
+          "encoder.probe_size must be [H, W], got a list of " + std::to_string(probe.size()) + " values");
+    }
+    options.probe_size = {probe[0], probe[1]};
+  }
+  return options;
+}
+
+void validate(const EncoderOptions& options) {
+  const std::vector<std::string> names = encoder_names();
+  if (std::find(names.begin(), names.end(), options.name) == names.end()) {
+    throw std::invalid_argument(
+        "Unknown encoder '" + options.name + "' (encoder.name); known encoders: " + known_names());
+  }
+  if (options.weights.has_value() && options.weights->empty()) {
+    throw std::invalid_argument("encoder.weights is an empty string; use null for random initialization");
+  }
+  if (options.trainable_blocks < -1) {
+    throw std::invalid_argument(
+        "encoder.trainable_blocks must be -1 (all), 0 (frozen) or a block count, got " +
+        std::to_string(options.trainable_blocks));
+  }
+  if (options.grid.has_value() && ((*options.grid)[0] <= 0 || (*options.grid)[1] <= 0)) {
+    throw std::invalid_argument(
+        "encoder.grid must hold two sizes > 0, got [" + std::to_string((*options.grid)[0]) + ", " +
+        std::to_string((*options.grid)[1]) + "]");
+  }
+  if (options.name == "small_cnn") {
+    if (options.channels.empty())
+      throw std::invalid_argument("encoder.channels must list at least one stage");
+    for (const int64_t channels : options.channels) {
+      if (channels <= 0) {
+        throw std::invalid_argument("encoder.channels entries must be > 0, got " + std::to_string(channels));
+      }
+    }
+  }
+  if (options.name == "torchscript") {
+    if (options.path.empty())
+      throw std::invalid_argument("encoder.path must name a TorchScript file for encoder=torchscript");
+    if (options.weights.has_value()) {
+      throw std::invalid_argument(
+          "encoder.weights must be null for encoder=torchscript: the module carries its own weights");
+    }
+    if (options.trainable_blocks != 0) {
+      throw std::invalid_argument(
+          "encoder.trainable_blocks must be 0 for encoder=torchscript (TorchScript encoders run frozen), "
+          "got " +
+          std::to_string(options.trainable_blocks));
+    }
+    if (options.probe_size[0] <= 0 || options.probe_size[1] <= 0) {
+      throw std::invalid_argument("encoder.probe_size must hold two sizes > 0");
+    }
+  }
+}
+
+EncoderImpl::EncoderImpl(std::string name, std::optional<std::array<int64_t, 2>> grid, bool freeze_batchnorm)
+    : name_(std::move(name)), grid_(grid), freeze_batchnorm_(freeze_batchnorm) {}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& images) {
+  const torch::Tensor grid = forward_grid(images);      // [B, D, H', W']
+  return grid.flatten(2).transpose(1, 2).contiguous();  // [B, L, D]
+}
+
+torch::Tensor EncoderImpl::forward_grid(const torch::Tensor& images) {
+  if (images.dim() != 4 || images.size(1) != 3 || !images.is_floating_point()) {
+    throw std::invalid_argument(
+        "Encoder " + name_ + " expects float images [B, 3, H, W], got " + shape_text(images.sizes()) +
+        " of " + c10::toString(images.scalar_type()));
+  }
+  const auto native = native_grid_size(images.size(2), images.size(3));
+  if (native[0] <= 0 || native[1] <= 0) {
+    throw std::invalid_argument(
+        "Images of " + std::to_string(images.size(2)) + "x" + std::to_string(images.size(3)) +
+        " px are too small for encoder " + name_);
+  }
+  const auto out = grid_size(images.size(2), images.size(3));
+  if (images.size(0) == 0) return torch::zeros({0, annotation_dim(), out[0], out[1]}, images.options());
+
+  const size_t frozen = block_count() - static_cast<size_t>(trainable_blocks_);
+  torch::Tensor x = images;  // [B, 3, H, W]
+  if (frozen > 0) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < frozen; ++i) x = run_block(i, x);  // [B, C_i, H_i, W_i]
+  }
+  for (size_t i = frozen; i < block_count(); ++i) x = run_block(i, x);  // [B, C_i, H_i, W_i]
+  if (grid_.has_value() && (x.size(2) != out[0] || x.size(3) != out[1])) {
+    x = torch::adaptive_avg_pool2d(x, {out[0], out[1]});  // [B, D, H', W']
+  }
+  return x;  // [B, D, H', W']
+}
+
+std::array<int64_t, 2> EncoderImpl::grid_size(int64_t height, int64_t width) const {
+  if (grid_.has_value()) return *grid_;
+  return native_grid_size(height, width);
+}
+
+void EncoderImpl::set_trainable_blocks(int64_t count) {
+  const int64_t blocks = num_blocks();
+  if (count < -1 || count > blocks) {
+    throw std::invalid_argument(
+        "encoder.trainable_blocks for " + name_ + " must be in -1 .. " + std::to_string(blocks) +
+        " (it has " + std::to_string(blocks) + " blocks), got " + std::to_string(count));
+  }
+  trainable_blocks_ = count < 0 ? blocks : count;
+  const size_t frozen = block_count() - static_cast<size_t>(trainable_blocks_);
+  for (size_t i = 0; i < block_count(); ++i) {
+    for (const auto& module : block_modules(i)) {
+      for (auto& parameter : module->parameters(/*recurse=*/true)) parameter.set_requires_grad(i >= frozen);
+    }
+  }
+  train(is_training());
+}
+
+void EncoderImpl::train(bool on) {
+  torch::nn::Module::train(on);
+  const size_t frozen = block_count() - static_cast<size_t>(trainable_blocks_);
+  for (size_t i = 0; i < frozen; ++i) {
+    for (const auto& module : block_modules(i)) module->eval();
+  }
+  if (freeze_batchnorm_) {
+    for (const auto& module : modules(/*include_self=*/false)) {
+      if (dynamic_cast<torch::nn::BatchNorm2dImpl*>(module.get()) != nullptr) module->eval();
+    }
+  }
+}
+
+void register_encoder(const std::string& name, EncoderBuilder builder) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  if (!registry().builders.emplace(name, std::move(builder)).second) {
+    throw std::invalid_argument("An encoder named '" + name + "' is already registered");
+  }
+}
+
+void register_builtin_encoders() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_encoder("small_cnn", [](const EncoderOptions& o) { return std::make_shared<SmallCnnImpl>(o); });
+    for (const int depth : {18, 34, 50, 101, 152}) {
+      register_encoder("resnet" + std::to_string(depth), [depth](const EncoderOptions& o) {
+        return std::make_shared<ResNetImpl>(depth, o);
+      });
+    }
+    for (const int depth : {16, 19}) {
+      register_encoder("vgg" + std::to_string(depth), [depth](const EncoderOptions& o) {
+        return std::make_shared<VggImpl>(depth, o);
+      });
+    }
+    register_encoder(
+        "torchscript", [](const EncoderOptions& o) { return std::make_shared<TorchScriptEncoderImpl>(o); });
+  });
+}
+
+std::vector<std::string> encoder_names() {
+  register_builtin_encoders();
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, builder] : registry().builders) names.push_back(name);
+  return names;
+}
+
+Encoder build_encoder(const EncoderOptions& options) {
+  validate(options);
+  EncoderBuilder builder;
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    builder = registry().builders.at(options.name);
+  }
+  std::shared_ptr<EncoderImpl> encoder = builder(options);
+  if (options.weights.has_value()) {
+    LoadStateDictOptions load;
+    load.ignored_prefixes = {"fc.", "classifier.", "head.", "pre_logits."};
+    load.destination = "encoder " + options.name;
+    load_state_dict(*encoder, SafetensorsReader(*options.weights), load);
+  }
+  encoder->set_trainable_blocks(options.trainable_blocks);
+  encoder->train(true);
+  return Encoder(encoder);
+}
+
+}  // namespace saccade

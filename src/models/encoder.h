@@ -1,0 +1,144 @@
+// Encoders: CNNs that turn images into the annotation grid the decoder attends over.
+//
+//   Encoder encoder = build_encoder(encoder_options_from(cfg));  // cfg's `encoder.*` keys
+//   torch::Tensor a = encoder(images);                            // [B, 3, H, W] -> [B, L, D]
+//
+// Shape legend: B batch, L = H' * W' grid locations, D annotation dim (channels of the grid).
+// Images are float, already resized and normalized by data/ (ImageNet mean/std for the
+// pretrained networks). The grid is the network's last kept feature map, optionally
+// adaptive-average-pooled to `grid`, flattened row-major (l = y * W' + x).
+//
+// Encoders by name (the registry below; configs/encoder/<name>.yaml holds each one's keys):
+//   small_cnn          a compact CNN for the shapes world, trained from scratch
+//   resnet18 ... 152   torchvision's ResNet cut after layer4 (7x7x512|2048 at 224 px)
+//   vgg16, vgg19       torchvision's VGG cut after conv5_3 / conv5_4 + ReLU, before the last
+//                      pool (14x14x512 at 224 px, the paper's grid)
+//   torchscript        any TorchScript module mapping [B, 3, H, W] -> [B, D, H', W']
+//
+// Fine-tuning: a network is a chain of blocks (ResNet: stem, layer1..layer4; VGG: its five conv
+// stages; small_cnn: its stages). `trainable_blocks = N` trains the last N; the blocks before
+// run under no-grad with requires_grad off. N = 0 freezes everything, N = -1 trains everything.
+// Pretrained networks keep BatchNorm in eval mode whatever train() says (running statistics
+// and affine terms of a frozen or fine-tuned ImageNet net stay as loaded).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace saccade {
+
+struct EncoderOptions {
+  // Registry name: small_cnn, resnet18, resnet34, resnet50, resnet101, resnet152, vgg16, vgg19,
+  // torchscript, or any name added with register_encoder().
+  std::string name = "small_cnn";
+  // A safetensors file of weights in torchvision/timm naming; nullopt = random init
+  // (torchvision's init: Kaiming-normal convolutions, BatchNorm 1/0). Keys of the parts an
+  // encoder cuts off (fc.*, classifier.*, head.*, pre_logits.*) are ignored.
+  std::optional<std::string> weights;
+  // How many of the last blocks train: 0 = frozen (forward under no-grad), -1 = all.
+  int64_t trainable_blocks = -1;
+  // Adaptive average pooling of the output grid to [H', W']; nullopt = the native grid.
+  std::optional<std::array<int64_t, 2>> grid;
+  // small_cnn: output channels of each conv stage; a 2x2 max pool follows every stage but the
+  // last, whose channel count is D. Four stages turn 64 px into an 8x8 grid.
+  std::vector<int64_t> channels = {32, 64, 128, 128};
+  // torchscript: the module file (torch.jit.save). Its forward gets the normalized images.
+  std::string path;
+  // torchscript: the [H, W] of a zero image run once at build time to learn D and check the
+  // module's output is a [B, D, H', W'] grid.
+  std::array<int64_t, 2> probe_size = {224, 224};
+};
+
+// Reads `encoder.*`: name, weights, trainable_blocks, grid, plus channels (small_cnn) or path and
+// probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
+EncoderOptions encoder_options_from(const Config& cfg);
+
+// Throws std::invalid_argument, one sentence per rule: a known name, trainable_blocks >= -1,
+// grid entries > 0, small_cnn channels non-empty and > 0, torchscript with a path, no weights
+// and trainable_blocks 0.
+void validate(const EncoderOptions& options);
+
+// The base of every encoder. Subclasses describe themselves as a chain of blocks; the base runs
+// the frozen prefix under no-grad, pools to the configured grid and flattens.
+class EncoderImpl : public torch::nn::Module {
+ public:
+  ~EncoderImpl() override = default;
+
+  // Normalized images [B, 3, H, W] -> annotations [B, L, D] (contiguous). Throws
+  // std::invalid_argument for another input shape or an image too small for the network.
+  torch::Tensor forward(const torch::Tensor& images);
+
+  // Normalized images [B, 3, H, W] -> the grid [B, D, H', W'] (what `forward` flattens).
+  torch::Tensor forward_grid(const torch::Tensor& images);
+
+  // D: channels of the annotation grid.
+  virtual int64_t annotation_dim() const = 0;
+
+  // [H', W'] of the grid for an input of height x width: `grid` when set, else the native size.
+  std::array<int64_t, 2> grid_size(int64_t height, int64_t width) const;
+
+  // The registry name this encoder was built under ("resnet50").
+  const std::string& name() const { return name_; }
+
+  // Number of blocks in the chain, and how many of the last ones train (0 .. num_blocks()).
+  int64_t num_blocks() const { return static_cast<int64_t>(block_count()); }
+  int64_t trainable_blocks() const { return trainable_blocks_; }
+
+  // Trains the last `count` blocks (-1 = all, 0 = none): sets requires_grad on their parameters
+  // and clears it on the others. Throws std::invalid_argument outside -1 .. num_blocks().
+  void set_trainable_blocks(int64_t count);
+
+  // Sets training mode, then puts frozen blocks (and, for pretrained networks, every BatchNorm)
+  // back into eval mode.
+  void train(bool on = true) override;
+
+ protected:
+  EncoderImpl(std::string name, std::optional<std::array<int64_t, 2>> grid, bool freeze_batchnorm);
+
+  // The chain: block `index` maps the previous block's output to its own.
+  virtual size_t block_count() const = 0;
+  virtual torch::Tensor run_block(size_t index, const torch::Tensor& x) = 0;
+  // Submodules holding block `index`'s parameters (for freezing and eval mode).
+  virtual std::vector<std::shared_ptr<torch::nn::Module>> block_modules(size_t index) const = 0;
+  // The grid size before pooling for a height x width input ({0, 0} when too small).
+  virtual std::array<int64_t, 2> native_grid_size(int64_t height, int64_t width) const = 0;
+
+ private:
+  std::string name_;
+  std::optional<std::array<int64_t, 2>> grid_;
+  bool freeze_batchnorm_;
+  int64_t trainable_blocks_ = 0;  // 0 .. num_blocks()
+};
+
+TORCH_MODULE(Encoder);
+
+// Builds an encoder from its parts, as the registry entries do.
+using EncoderBuilder = std::function<std::shared_ptr<EncoderImpl>(const EncoderOptions&)>;
+
+// Adds a builder under `name`; throws std::invalid_argument if the name is taken.
+void register_encoder(const std::string& name, EncoderBuilder builder);
+
+// Registers small_cnn, resnet18..152, vgg16, vgg19 and torchscript (once; thread-safe).
+void register_builtin_encoders();
+
+// Registered names, sorted.
+std::vector<std::string> encoder_names();
+
+// Validates `options`, builds the named encoder, loads `weights` (ignoring cut-off parts' keys),
+// applies trainable_blocks and leaves it in training mode (BatchNorm per the rules above).
+// Throws std::invalid_argument for an unknown name (listing the known ones) or weights that do
+// not fit, std::runtime_error for unreadable files.
+Encoder build_encoder(const EncoderOptions& options);
+
+}  // namespace saccade

@@ -1,0 +1,48 @@
+// small_cnn: conv stages with max pooling between them.
+#include "models/small_cnn.h"
+
+#include <torch/nn/init.h>
+
+namespace saccade {
+
+SmallCnnStageImpl::SmallCnnStageImpl(int64_t in_channels, int64_t out_channels) {
+  conv_ = register_module(
+      "conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, 3).padding(1)));
+  bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
+  torch::nn::init::kaiming_normal_(conv_->weight, 0.0, torch::kFanOut, torch::kReLU);
+  torch::nn::init::zeros_(conv_->bias);
+}
+
+torch::Tensor SmallCnnStageImpl::forward(const torch::Tensor& x) {
+  return torch::relu(bn_(conv_(x)));  // [B, C_out, H, W]
+}
+
+SmallCnnImpl::SmallCnnImpl(const EncoderOptions& options)
+    : EncoderImpl(options.name, options.grid, /*freeze_batchnorm=*/false), channels_(options.channels) {
+  stages_ = register_module("stages", torch::nn::ModuleList());
+  int64_t in_channels = 3;
+  for (const int64_t out_channels : channels_) {
+    stages_->push_back(SmallCnnStage(in_channels, out_channels));
+    in_channels = out_channels;
+  }
+}
+
+torch::Tensor SmallCnnImpl::run_block(size_t index, const torch::Tensor& x) {
+  torch::Tensor y = stages_[index]->as<SmallCnnStageImpl>()->forward(x);  // [B, C_i, H_i, W_i]
+  if (index + 1 < channels_.size()) y = torch::max_pool2d(y, 2);          // [B, C_i, H_i/2, W_i/2]
+  return y;
+}
+
+std::vector<std::shared_ptr<torch::nn::Module>> SmallCnnImpl::block_modules(size_t index) const {
+  return {stages_->ptr(index)};
+}
+
+std::array<int64_t, 2> SmallCnnImpl::native_grid_size(int64_t height, int64_t width) const {
+  for (size_t i = 0; i + 1 < channels_.size(); ++i) {
+    height /= 2;
+    width /= 2;
+  }
+  return {height, width};
+}
+
+}  // namespace saccade

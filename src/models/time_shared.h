@@ -1,0 +1,71 @@
+// Tensors shared by every step of a recurrence, with gradients gathered once instead of per step.
+//
+// Backpropagation through time gives a shared tensor one gradient contribution per step, and
+// plain autograd materializes and adds each one: T thin GEMMs of [K, M] for a weight, T full-size
+// additions for the attention keys. These two classes keep the per-step work to what each step
+// must do and hand autograd one gradient at the end. Values and first-order gradients equal plain
+// autograd's; higher-order gradients are not supported.
+//
+//   TimeSharedWeight w(weight);          // weight [K, M], may require grad
+//   for (t ...) y_t = w.multiply(x_t);   // x_t [n_t, K] -> [n_t, M]; n_t may shrink
+//
+//   TimeSharedTensor keys(k);            // k [B, ...]; steps read prefixes k[:n_t]
+//   ... a custom step node depends on keys.token() and adds its gradient for k[:n] into
+//   keys.grad_rows(n) during backward.
+//
+// Both work the same way: an empty `token` tensor carries the autograd edge to the shared tensor,
+// and every step's node depends on it. The engine runs the token's node only after all its
+// consumers, so by then every step's contribution is known.
+#pragma once
+
+#include <torch/types.h>
+
+#include <memory>
+#include <vector>
+
+namespace saccade {
+
+// x_t W with dW = sum_t x_t^T g_t computed as one GEMM, X^T G, after the last step's backward.
+class TimeSharedWeight {
+ public:
+  explicit TimeSharedWeight(const torch::Tensor& weight);
+
+  // x [n, K] -> x W [n, M], differentiable in x and (deferred) in W.
+  torch::Tensor multiply(const torch::Tensor& x);
+
+  // What the backward nodes share: W, the inputs x_t and, during backward, the g_t.
+  struct Steps {
+    torch::Tensor weight;               // [K, M] detached
+    std::vector<torch::Tensor> inputs;  // x_t [n_t, K], detached
+    std::vector<torch::Tensor> grads;   // g_t [n_t, M]; undefined until step t's backward ran
+  };
+
+ private:
+  std::shared_ptr<Steps> steps_;
+  torch::Tensor token_;  // [0]
+};
+
+// A tensor whose per-step gradients are accumulated in place into one buffer, passed to autograd
+// once. For step nodes written by hand (see the additive attention scores).
+class TimeSharedTensor {
+ public:
+  explicit TimeSharedTensor(const torch::Tensor& value);
+
+  // The tensor, detached: steps read it without recording autograd history.
+  const torch::Tensor& value() const { return state_->value; }
+  // [0]; requires grad when the value does. A step node that uses value() takes an edge to it.
+  const torch::Tensor& token() const { return token_; }
+  // The gradient of value()[:n], for a step's backward to add into (zeros when first used).
+  torch::Tensor grad_rows(int64_t n);
+
+  struct State {
+    torch::Tensor value;  // detached
+    torch::Tensor grad;   // the accumulated gradient; undefined until a step adds to it
+  };
+
+ private:
+  std::shared_ptr<State> state_;
+  torch::Tensor token_;  // [0]
+};
+
+}  // namespace saccade

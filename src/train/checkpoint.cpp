@@ -1,0 +1,123 @@
+// Checkpoint folders: write to a temporary sibling, then swap atomically.
+#include "train/checkpoint.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <torch/serialize.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "io/json.h"
+#include "io/run_folder.h"
+#include "io/safetensors.h"
+#include "models/weights.h"
+
+namespace saccade {
+namespace {
+
+Json optional_number(const std::optional<double>& value) {
+  return value ? Json(*value) : Json();
+}
+
+Json state_to_json(const TrainState& state) {
+  Json json = Json::object();
+  json.set("epoch", Json(state.epoch));
+  json.set("step", Json(state.step));
+  json.set("learning_rate", Json(state.learning_rate));
+  json.set("encoder_learning_rate", Json(state.encoder_learning_rate));
+  json.set("best_metric", optional_number(state.best_metric));
+  json.set("best_epoch", Json(state.best_epoch));
+  json.set("epochs_without_improvement", Json(state.epochs_without_improvement));
+  json.set("plateau_epochs", Json(state.plateau_epochs));
+  return json;
+}
+
+TrainState state_from_json(const Json& json) {
+  TrainState state;
+  state.epoch = json.at("epoch").as_int64();
+  state.step = json.at("step").as_int64();
+  state.learning_rate = json.at("learning_rate").as_double();
+  state.encoder_learning_rate = json.at("encoder_learning_rate").as_double();
+  if (!json.at("best_metric").is_null()) state.best_metric = json.at("best_metric").as_double();
+  state.best_epoch = json.at("best_epoch").as_int64();
+  state.epochs_without_improvement = json.at("epochs_without_improvement").as_int64();
+  state.plateau_epochs = json.at("plateau_epochs").as_int64();
+  return state;
+}
+
+// Moves `staged` to `dir`, exchanging atomically when `dir` already exists; removes the old one.
+void swap_into_place(const std::filesystem::path& staged, const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir)) {
+    std::filesystem::rename(staged, dir);
+    return;
+  }
+  if (renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0) {
+    throw std::runtime_error("Could not replace checkpoint " + dir.string() + ": " + std::strerror(errno));
+  }
+  std::filesystem::remove_all(staged);  // now holds the previous checkpoint
+}
+
+}  // namespace
+
+bool operator==(const TrainState& a, const TrainState& b) {
+  return a.epoch == b.epoch && a.step == b.step && a.learning_rate == b.learning_rate &&
+         a.encoder_learning_rate == b.encoder_learning_rate && a.best_metric == b.best_metric &&
+         a.best_epoch == b.best_epoch && a.epochs_without_improvement == b.epochs_without_improvement &&
+         a.plateau_epochs == b.plateau_epochs;
+}
+
+void save_checkpoint(
+    const std::filesystem::path& dir,
+    const torch::nn::Module& model,
+    torch::optim::Optimizer& optimizer,
+    const TrainState& state,
+    const Vocabulary& vocabulary,
+    const std::string& config_yaml) {
+  const std::filesystem::path staged = dir.parent_path() / ("." + dir.filename().string() + ".staged");
+  std::filesystem::remove_all(staged);
+  std::filesystem::create_directories(staged);
+  const CheckpointFiles files{staged};
+  save_state_dict(model, files.model());
+  torch::save(optimizer, files.optimizer().string());
+  write_json_file(files.state(), state_to_json(state), 2);
+  vocabulary.save(files.vocabulary());
+  write_file_atomically(files.config(), config_yaml);
+  swap_into_place(staged, dir);
+}
+
+void check_checkpoint(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir)) {
+    throw std::runtime_error(
+        "No checkpoint at " + dir.string() +
+        " (the run has not finished an epoch, or it is not a run folder)");
+  }
+  const CheckpointFiles files{dir};
+  for (const auto& path :
+       {files.model(), files.optimizer(), files.state(), files.vocabulary(), files.config()}) {
+    if (!std::filesystem::exists(path)) {
+      throw std::runtime_error(
+          "Incomplete checkpoint " + dir.string() + ": missing " + path.filename().string());
+    }
+  }
+}
+
+TrainState load_checkpoint(
+    const std::filesystem::path& dir, torch::nn::Module& model, torch::optim::Optimizer* optimizer) {
+  check_checkpoint(dir);
+  const CheckpointFiles files{dir};
+  LoadStateDictOptions options;
+  options.destination = "the model of checkpoint " + dir.string();
+  load_state_dict(model, SafetensorsReader(files.model()), options);
+  if (optimizer != nullptr) torch::load(*optimizer, files.optimizer().string());
+  return state_from_json(read_json_file(files.state()));
+}
+
+Vocabulary load_checkpoint_vocabulary(const std::filesystem::path& dir) {
+  return Vocabulary::load(CheckpointFiles{dir}.vocabulary());
+}
+
+}  // namespace saccade

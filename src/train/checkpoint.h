@@ -1,0 +1,71 @@
+// Checkpoints: everything needed to evaluate a model or to continue its training exactly.
+//
+//   <run>/checkpoints/{best,last}/
+//     model.safetensors   every parameter and buffer of the Captioner, by name
+//     optimizer.pt        the optimizer's state (LibTorch archive)
+//     state.json          epoch, step, learning rates, schedule and early-stopping counters
+//     vocab.json          the vocabulary the model was trained with
+//     config.yaml         the resolved config of the run
+//
+// A checkpoint is written into a temporary sibling folder and swapped into place with one
+// atomic rename (renameat2 RENAME_EXCHANGE), so a kill at any moment leaves either the old or
+// the new checkpoint whole, never a mix.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "data/vocabulary.h"
+
+namespace saccade {
+
+// Training progress, saved with every checkpoint.
+struct TrainState {
+  int64_t epoch = 0;                       // epochs completed
+  int64_t step = 0;                        // optimizer steps taken
+  double learning_rate = 0.0;              // the decoder's current learning rate
+  double encoder_learning_rate = 0.0;      // the fine-tuned encoder's current learning rate
+  std::optional<double> best_metric;       // best validation score so far (higher is better)
+  int64_t best_epoch = 0;                  // the epoch that reached it
+  int64_t epochs_without_improvement = 0;  // for early stopping and reduce-on-plateau
+  int64_t plateau_epochs = 0;              // epochs since the learning rate was last reduced on plateau
+};
+
+bool operator==(const TrainState& a, const TrainState& b);
+
+// The files of a checkpoint folder.
+struct CheckpointFiles {
+  std::filesystem::path dir;
+  std::filesystem::path model() const { return dir / "model.safetensors"; }
+  std::filesystem::path optimizer() const { return dir / "optimizer.pt"; }
+  std::filesystem::path state() const { return dir / "state.json"; }
+  std::filesystem::path vocabulary() const { return dir / "vocab.json"; }
+  std::filesystem::path config() const { return dir / "config.yaml"; }
+};
+
+// Writes a whole checkpoint to `dir` (replacing an existing one atomically).
+void save_checkpoint(
+    const std::filesystem::path& dir,
+    const torch::nn::Module& model,
+    torch::optim::Optimizer& optimizer,
+    const TrainState& state,
+    const Vocabulary& vocabulary,
+    const std::string& config_yaml);
+
+// Throws std::runtime_error naming the folder and the first missing file when `dir` is not a
+// complete checkpoint (with a hint when the run never finished an epoch).
+void check_checkpoint(const std::filesystem::path& dir);
+
+// Loads the weights into `model` (every key must match), and the optimizer state when given.
+TrainState load_checkpoint(
+    const std::filesystem::path& dir, torch::nn::Module& model, torch::optim::Optimizer* optimizer);
+
+// The vocabulary saved beside a checkpoint's weights.
+Vocabulary load_checkpoint_vocabulary(const std::filesystem::path& dir);
+
+}  // namespace saccade

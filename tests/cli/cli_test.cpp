@@ -1,0 +1,200 @@
+// The saccade binary as a user runs it: help, config printing, overrides, errors, run folders.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "test_util.h"
+
+namespace saccade::testing {
+namespace {
+
+std::filesystem::path configs() {
+  return source_dir() / "configs";
+}
+
+// The run folders below `root/experiments/<name>/`, sorted.
+std::vector<std::filesystem::path> run_folders(const std::filesystem::path& root, const std::string& name) {
+  std::vector<std::filesystem::path> folders;
+  const auto parent = root / "experiments" / name;
+  if (!std::filesystem::exists(parent)) return folders;
+  for (const auto& entry : std::filesystem::directory_iterator(parent)) folders.push_back(entry.path());
+  std::sort(folders.begin(), folders.end());
+  return folders;
+}
+
+TEST(Cli, HelpListsCommandsAndGroupOptions) {
+  const auto result = run_saccade({"--help"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const char* command :
+       {"train", "eval", "score", "caption", "visualize", "extract", "prepare", "bench"}) {
+    EXPECT_NE(result.out.find("\n  " + std::string(command) + " "), std::string::npos) << command;
+  }
+  EXPECT_NE(result.out.find("experiment"), std::string::npos);
+  EXPECT_NE(result.out.find("shapes_soft"), std::string::npos);
+}
+
+TEST(Cli, CommandHelpDescribesFlags) {
+  const auto result = run_saccade({"caption", "--help"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("usage: saccade caption"), std::string::npos);
+  EXPECT_NE(result.out.find("--beam K"), std::string::npos);
+}
+
+TEST(Cli, NoArgumentsIsUsageError) {
+  const auto result = run_saccade({});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("usage: saccade <command>"), std::string::npos);
+}
+
+TEST(Cli, UnknownCommandIsUsageError) {
+  const auto result = run_saccade({"trian"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("Unknown command 'trian'"), std::string::npos) << result.err;
+}
+
+TEST(Cli, UnknownFlagIsUsageError) {
+  const auto result = run_saccade({"train", "--bogus"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("Unknown flag '--bogus'"), std::string::npos) << result.err;
+}
+
+TEST(Cli, CfgPrintsResolvedConfigWithOverrides) {
+  const auto result = run_saccade({"train", "--cfg", "seed=7", "run.name=probe"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const YAML::Node printed = YAML::Load(result.out);
+  EXPECT_EQ(printed["seed"].as<int>(), 7);
+  EXPECT_EQ(printed["dataset"]["name"].as<std::string>(), "shapes");
+  // run.dir interpolates run.name and the start time: resolved, it names the new run.
+  const auto dir = printed["run"]["dir"].as<std::string>();
+  EXPECT_EQ(dir.rfind("experiments/probe/", 0), 0u) << dir;
+  EXPECT_EQ(dir.find("${"), std::string::npos) << dir;
+}
+
+TEST(Cli, CfgWorksOnAUserConfigTree) {
+  TempDir tree;
+  write_file(tree / "conf/main.yaml", "defaults:\n  - db: mysql\n  - _self_\nport: 80\n");
+  write_file(tree / "conf/db/mysql.yaml", "driver: mysql\nuser: root\n");
+  write_file(tree / "conf/db/postgres.yaml", "driver: postgres\nuser: admin\n");
+  const auto result = run_saccade(
+      {"train", "--cfg", "-cp", (tree / "conf").string(), "-cn", "main", "db=postgres"}, tree.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const YAML::Node printed = YAML::Load(result.out);
+  EXPECT_EQ(printed["db"]["driver"].as<std::string>(), "postgres");
+  EXPECT_EQ(printed["port"].as<int>(), 80);
+}
+
+TEST(Cli, InfoDefaultsListsTheFinalDefaults) {
+  const auto result = run_saccade({"train", "--info", "defaults", "experiment=smoke"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto dataset = result.out.find("dataset/shapes");
+  const auto experiment = result.out.find("experiment/smoke");
+  ASSERT_NE(dataset, std::string::npos) << result.out;
+  ASSERT_NE(experiment, std::string::npos) << result.out;
+  EXPECT_LT(dataset, experiment);
+}
+
+TEST(Cli, OverrideOfUnknownKeyNamesNearestKey) {
+  const auto result = run_saccade({"train", "--cfg", "runtime.thread=1"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("Could not override 'runtime.thread'"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("runtime.threads"), std::string::npos) << result.err;
+}
+
+TEST(Cli, UnknownGroupOptionListsAvailableOptions) {
+  const auto result = run_saccade({"train", "--cfg", "dataset=nope"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("nope"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("shapes"), std::string::npos) << result.err;
+}
+
+TEST(Cli, TypeMismatchIsConfigError) {
+  TempDir work;
+  const auto result = run_saccade({"train", "-cp", configs().string(), "runtime.threads=abc"}, work.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("runtime.threads"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("abc"), std::string::npos) << result.err;
+}
+
+TEST(Cli, MalformedYamlNamesFileAndLine) {
+  TempDir tree;
+  write_file(tree / "conf/config.yaml", "a: 1\nb: [1, 2\nc: 3\n");
+  const auto result = run_saccade({"train", "--cfg", "-cp", (tree / "conf").string()}, tree.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("config.yaml:"), std::string::npos) << result.err;
+}
+
+TEST(Cli, MissingConfigDirIsConfigError) {
+  TempDir work;
+  const auto result = run_saccade({"train", "--cfg", "-cp", (work / "absent").string()}, work.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("absent"), std::string::npos) << result.err;
+}
+
+TEST(Cli, SweepWithoutMultirunIsAmbiguous) {
+  const auto result = run_saccade({"train", "--cfg", "seed=1,2"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("Ambiguous value for argument 'seed=1,2'"), std::string::npos) << result.err;
+}
+
+TEST(Cli, TrainCreatesRunFolderWithRecords) {
+  TempDir work;
+  const auto result = run_saccade(
+      {"train", "-cp", configs().string(), "experiment=smoke", "seed=3", "train.epochs=1"}, work.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto folders = run_folders(work.path(), "smoke");
+  ASSERT_EQ(folders.size(), 1u);
+  const auto& run = folders.front();
+
+  const YAML::Node config = YAML::LoadFile((run / "config.yaml").string());
+  EXPECT_EQ(config["seed"].as<int>(), 3);
+  EXPECT_EQ(work.path() / config["run"]["dir"].as<std::string>(), run);
+
+  const YAML::Node overrides = YAML::LoadFile((run / "overrides.yaml").string());
+  ASSERT_EQ(overrides.size(), 3u);
+  EXPECT_EQ(overrides[0].as<std::string>(), "experiment=smoke");
+  EXPECT_EQ(overrides[1].as<std::string>(), "seed=3");
+
+  const YAML::Node record = YAML::LoadFile((run / "run.yaml").string());
+  EXPECT_EQ(record["command"].as<std::string>(), "train");
+  EXPECT_EQ(record["choices"]["experiment"].as<std::string>(), "smoke");
+  EXPECT_EQ(record["choices"]["dataset"].as<std::string>(), "shapes");
+  EXPECT_FALSE(record["host"].as<std::string>().empty());
+  EXPECT_FALSE(record["commit"].as<std::string>().empty());
+  EXPECT_FALSE(record["version"].as<std::string>().empty());
+  EXPECT_FALSE(read_file(run / "train.log").empty());
+}
+
+TEST(Cli, MultirunNumbersJobsWithFirstKeySlowest) {
+  TempDir work;
+  const auto result = run_saccade(
+      {"train", "-m", "-cp", configs().string(), "experiment=smoke", "train.epochs=1", "seed=1,2",
+       "runtime.threads=1,2"},
+      work.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto sweeps = run_folders(work.path(), "smoke");
+  ASSERT_EQ(sweeps.size(), 1u);
+  const auto& sweep = sweeps.front();
+  const YAML::Node multirun = YAML::LoadFile((sweep / "multirun.yaml").string());
+  ASSERT_EQ(multirun["jobs"].size(), 4u);
+
+  const char* expected[4][2] = {
+      {"seed=1", "runtime.threads=1"},
+      {"seed=1", "runtime.threads=2"},
+      {"seed=2", "runtime.threads=1"},
+      {"seed=2", "runtime.threads=2"}};
+  for (int job = 0; job < 4; ++job) {
+    const auto folder = sweep / std::to_string(job);
+    ASSERT_TRUE(std::filesystem::exists(folder / "config.yaml")) << folder;
+    const YAML::Node overrides = YAML::LoadFile((folder / "overrides.yaml").string());
+    ASSERT_EQ(overrides.size(), 4u);
+    EXPECT_EQ(overrides[0].as<std::string>(), "experiment=smoke");
+    EXPECT_EQ(overrides[2].as<std::string>(), expected[job][0]) << "job " << job;
+    EXPECT_EQ(overrides[3].as<std::string>(), expected[job][1]) << "job " << job;
+    const YAML::Node config = YAML::LoadFile((folder / "config.yaml").string());
+    EXPECT_EQ(config["seed"].as<std::string>(), std::string(expected[job][0]).substr(5));
+  }
+}
+
+}  // namespace
+}  // namespace saccade::testing

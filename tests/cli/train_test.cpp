@@ -1,0 +1,145 @@
+// `saccade train` end to end on the smoke experiment: outputs, determinism, exact resume, NaN stop.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <sstream>
+
+#include "test_util.h"
+
+namespace saccade::testing {
+namespace {
+
+std::filesystem::path configs() {
+  return source_dir() / "configs";
+}
+
+// The single run folder under `work/experiments/smoke/`.
+std::filesystem::path only_run(const std::filesystem::path& work) {
+  std::vector<std::filesystem::path> runs;
+  for (const auto& entry : std::filesystem::directory_iterator(work / "experiments/smoke"))
+    runs.push_back(entry.path());
+  if (runs.size() != 1)
+    throw std::runtime_error("expected one run folder, found " + std::to_string(runs.size()));
+  return runs.front();
+}
+
+// metrics.csv rows as column -> value maps.
+std::vector<std::map<std::string, std::string>> read_metrics(const std::filesystem::path& run) {
+  std::istringstream text(read_file(run / "metrics.csv"));
+  std::string line;
+  std::getline(text, line);
+  std::vector<std::string> columns;
+  std::istringstream header(line);
+  for (std::string cell; std::getline(header, cell, ',');) columns.push_back(cell);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(text, line)) {
+    std::map<std::string, std::string> row;
+    std::istringstream cells(line);
+    std::string cell;
+    for (size_t i = 0; i < columns.size() && std::getline(cells, cell, ','); ++i) row[columns[i]] = cell;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// "epoch:step:loss" of every training row of `epoch` (all epochs when 0).
+std::vector<std::string> train_losses(const std::filesystem::path& run, int epoch = 0) {
+  std::vector<std::string> losses;
+  for (const auto& row : read_metrics(run)) {
+    if (row.at("kind") != "train") continue;
+    if (epoch != 0 && row.at("epoch") != std::to_string(epoch)) continue;
+    losses.push_back(row.at("epoch") + ":" + row.at("step") + ":" + row.at("loss"));
+  }
+  return losses;
+}
+
+CommandResult train_smoke(const std::filesystem::path& work, std::vector<std::string> overrides = {}) {
+  std::vector<std::string> args = {"train", "-cp", configs().string(), "experiment=smoke"};
+  args.insert(args.end(), overrides.begin(), overrides.end());
+  return run_saccade(args, work);
+}
+
+TEST(Train, SmokeRunWritesMetricsCheckpointsAndSummary) {
+  TempDir work;
+  const auto result = train_smoke(work.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("Validation (last epoch): BLEU-1"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("Test captions (best checkpoint):"), std::string::npos) << result.out;
+
+  const auto run = only_run(work.path());
+  const auto rows = read_metrics(run);
+  int validations = 0;
+  for (const auto& row : rows) {
+    if (row.at("kind") != "val") continue;
+    ++validations;
+    const double bleu4 = std::stod(row.at("bleu4"));
+    EXPECT_GE(bleu4, 0.0);
+    EXPECT_LE(bleu4, 1.0);
+  }
+  EXPECT_EQ(validations, 2);
+  EXPECT_FALSE(train_losses(run).empty());
+  for (const char* which : {"best", "last"}) {
+    for (const char* file :
+         {"model.safetensors", "optimizer.pt", "state.json", "vocab.json", "config.yaml"}) {
+      EXPECT_TRUE(std::filesystem::exists(run / "checkpoints" / which / file)) << which << "/" << file;
+    }
+  }
+  EXPECT_NE(read_file(run / "checkpoints/last/state.json").find("\"epoch\": 2"), std::string::npos);
+}
+
+TEST(Train, SameSeedGivesIdenticalLosses) {
+  TempDir first, second;
+  ASSERT_EQ(train_smoke(first.path(), {"train.epochs=1"}).exit_code, 0);
+  ASSERT_EQ(train_smoke(second.path(), {"train.epochs=1"}).exit_code, 0);
+  const auto losses = train_losses(only_run(first.path()));
+  ASSERT_GE(losses.size(), 3u);
+  EXPECT_EQ(losses, train_losses(only_run(second.path())));
+
+  TempDir other_seed;
+  ASSERT_EQ(train_smoke(other_seed.path(), {"train.epochs=1", "seed=1"}).exit_code, 0);
+  EXPECT_NE(losses, train_losses(only_run(other_seed.path())));
+}
+
+TEST(Train, ResumeContinuesExactlyAsAnUninterruptedRun) {
+  TempDir whole, half;
+  ASSERT_EQ(train_smoke(whole.path()).exit_code, 0);
+  ASSERT_EQ(train_smoke(half.path(), {"train.epochs=1"}).exit_code, 0);
+  const auto first_half = only_run(half.path());
+  TempDir resumed;
+  const auto result = train_smoke(resumed.path(), {"train.resume=" + first_half.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto expected = train_losses(only_run(whole.path()), 2);
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(train_losses(only_run(resumed.path()), 2), expected);
+  EXPECT_TRUE(train_losses(only_run(resumed.path()), 1).empty());
+}
+
+TEST(Train, ResumeWithoutCheckpointIsClearError) {
+  TempDir work;
+  const auto result = train_smoke(work.path(), {"train.resume=" + (work / "no_such_run").string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("No checkpoint at"), std::string::npos) << result.err;
+}
+
+TEST(Train, DivergingLossStopsAndKeepsLastGoodCheckpoint) {
+  TempDir work;
+  // After epoch 1 the step schedule multiplies the learning rate by 1e40: the weights overflow.
+  const auto result =
+      train_smoke(work.path(), {"train.schedule=step", "train.lr_step_epochs=1", "train.lr_gamma=1e40"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("The loss became"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("at epoch 2"), std::string::npos) << result.err;
+  const auto run = only_run(work.path());
+  EXPECT_NE(read_file(run / "checkpoints/last/state.json").find("\"epoch\": 1"), std::string::npos);
+}
+
+TEST(Train, BadTrainOptionIsConfigError) {
+  TempDir work;
+  const auto result = train_smoke(work.path(), {"train.optimizer=sgd"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("train.optimizer must be adam or rmsprop, got 'sgd'"), std::string::npos)
+      << result.err;
+}
+
+}  // namespace
+}  // namespace saccade::testing

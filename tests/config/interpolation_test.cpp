@@ -1,0 +1,117 @@
+// Interpolation as OmegaConf resolves it: absolute and relative keys, nesting, whole subtrees,
+// resolvers (oc.env, oc.decode, now), `???`, cycles and escapes. Expected values were checked
+// by hand against OmegaConf 2.2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <regex>
+
+#include "config/config.h"
+#include "config_test_helpers.h"
+
+namespace saccade {
+namespace {
+
+using ::testing::ElementsAre;
+
+Config load(const std::string& text) {
+  return Config(YAML::Load(text));
+}
+
+TEST(Interpolation, AbsoluteRelativeAndNested) {
+  const Config c = load(
+      "a:\n  b: 3\n"
+      "x:\n  a: 1\n  b: ${.a}\n  c: ${..y}\n"
+      "y: 2\n"
+      "plans:\n  p1: 10\n  p2: 20\n"
+      "selected: p2\n"
+      "plan: ${plans.${selected}}\n"
+      "abs: ${a.b}\n"
+      "l: [5, 6]\n"
+      "second: ${l.1}\n"
+      "first: ${l[0]}\n");
+  EXPECT_EQ(c.get<int>("abs"), 3);
+  EXPECT_EQ(c.get<int>("x.b"), 1);
+  EXPECT_EQ(c.get<int>("x.c"), 2);
+  EXPECT_EQ(c.get<int>("plan"), 20);
+  EXPECT_EQ(c.get<int>("second"), 6);
+  EXPECT_EQ(c.get<int>("first"), 5);
+}
+
+TEST(Interpolation, WholeValueKeepsTypeAndSubtree) {
+  const Config c = load(
+      "num: 5\nsq: '5'\nflag: true\nx: ${num}\nsy: ${sq}\ns: v_${flag}_${none}_${num}\nnone: null\n"
+      "j:\n  n: 1\n  m: ${.n}\n  k: ${..num}\n"
+      "p: ${j}\n");
+  EXPECT_EQ(
+      c.to_yaml(true),
+      "num: 5\nsq: '5'\nflag: true\nx: 5\nsy: '5'\ns: v_True_None_5\nnone: null\n"
+      "j:\n  'n': 1\n  m: 1\n  k: 5\n"
+      "p:\n  'n': 1\n  m: 1\n  k: 5\n");
+  // Reads go through the interpolated subtree; its relative keys stay relative to `j`.
+  EXPECT_EQ(c.get<int>("p.m"), 1);
+  EXPECT_EQ(c.get<int>("p.k"), 5);
+  EXPECT_THAT(c.keys("p"), ElementsAre("n", "m", "k"));
+  EXPECT_EQ(c.resolved("p")["m"].as<int>(), 1);
+}
+
+TEST(Interpolation, EnvironmentVariables) {
+  setenv("SACCADE_TEST_VAR", "hello", 1);
+  unsetenv("SACCADE_TEST_UNSET");
+  const Config c = load(
+      "set: ${oc.env:SACCADE_TEST_VAR}\n"
+      "fallback: ${oc.env:SACCADE_TEST_UNSET,8080}\n"
+      "quoted: ${oc.env:SACCADE_TEST_UNSET,'a,b'}\n"
+      "none: ${oc.env:SACCADE_TEST_UNSET,null}\n"
+      "missing: ${oc.env:SACCADE_TEST_UNSET}\n"
+      "path: /home/${oc.env:SACCADE_TEST_VAR}/data\n");
+  EXPECT_EQ(c.get<std::string>("set"), "hello");
+  EXPECT_EQ(c.get<std::string>("fallback"), "8080");  // a default becomes a string...
+  EXPECT_EQ(c.get<int>("fallback"), 8080);            // ...which typed reads convert
+  EXPECT_EQ(c.get<std::string>("quoted"), "a,b");
+  EXPECT_FALSE(c.get_optional<std::string>("none").has_value());
+  EXPECT_EQ(c.get<std::string>("path"), "/home/hello/data");
+  EXPECT_CONFIG_ERROR(c.get<std::string>("missing"), "Environment variable 'SACCADE_TEST_UNSET' not found");
+}
+
+TEST(Interpolation, MandatoryValues) {
+  const Config c = load("a: ???\nb: ${a}\nc: 1\n");
+  EXPECT_TRUE(c.has("a"));
+  EXPECT_CONFIG_ERROR(c.get<int>("a"), "Missing mandatory value: a");
+  EXPECT_CONFIG_ERROR(c.get<int>("b"), "Missing mandatory value: a");
+  EXPECT_EQ(c.to_yaml(false), "a: ???\nb: ${a}\nc: 1\n");
+  EXPECT_EQ(load("a: ???\nc: 1\n").to_yaml(true), "a: ???\nc: 1\n");  // printed, not an error
+  EXPECT_CONFIG_ERROR(c.to_yaml(true), "Missing mandatory value: a");
+}
+
+TEST(Interpolation, Errors) {
+  EXPECT_CONFIG_ERROR(
+      load("a: ${b}\nb: ${c}\nc: ${a}\n").get<int>("a"),
+      "Recursive interpolation detected: a -> b -> c -> a");
+  EXPECT_CONFIG_ERROR(
+      load("a:\n  x: ${a.x}\n").get<int>("a.x"), "Recursive interpolation detected: a.x -> a.x");
+  EXPECT_CONFIG_ERROR(load("a: ${nope}\n").get<int>("a"), "Interpolation key 'nope' not found");
+  EXPECT_CONFIG_ERROR(load("a: ${..nope}\n").get<int>("a"), "Interpolation key '..nope' not found");
+  EXPECT_CONFIG_ERROR(load("a: ${foo:1}\n").get<int>("a"), "Unsupported interpolation type foo");
+}
+
+TEST(Interpolation, EscapesAndDecode) {
+  const Config c = load("a: \\${b}\nb: 1\nc: \\\\${b}\nd: ${oc.decode:'[1, 2]'}\n");
+  EXPECT_EQ(c.get<std::string>("a"), "${b}");
+  EXPECT_EQ(c.get<std::string>("c"), "\\1");
+  EXPECT_THAT(c.get<std::vector<int>>("d"), ElementsAre(1, 2));
+}
+
+TEST(Interpolation, NowIsFixedForTheProcess) {
+  const Config c =
+      load("stamp: ${now:%Y-%m-%d_%H-%M-%S}\nyear: ${now:%Y}\ndir: runs/${now:%Y-%m-%d_%H-%M-%S}\n");
+  const std::string stamp = c.get<std::string>("stamp");
+  EXPECT_TRUE(std::regex_match(stamp, std::regex("\\d{4}-\\d{2}-\\d{2}_\\d{2}-\\d{2}-\\d{2}"))) << stamp;
+  EXPECT_EQ(c.get<std::string>("year"), stamp.substr(0, 4));
+  EXPECT_EQ(c.get<std::string>("dir"), "runs/" + stamp);
+  EXPECT_EQ(load("again: ${now:%Y-%m-%d_%H-%M-%S}\n").get<std::string>("again"), stamp);
+}
+
+}  // namespace
+}  // namespace saccade

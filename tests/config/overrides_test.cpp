@@ -1,0 +1,163 @@
+// Config-value overrides (a.b=v, +a.b=v, ++a.b=v, ~a.b[=v]) and the override value grammar,
+// checked against Hydra 1.3's behaviour and messages.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "config/config.h"
+#include "config_test_helpers.h"
+
+namespace saccade {
+namespace {
+
+using ::testing::ElementsAre;
+
+class OverridesTest : public ConfigTreeTest {
+ protected:
+  void SetUp() override {
+    write(
+        "config.yaml",
+        "db:\n"
+        "  host: localhost\n"
+        "  port: 3306\n"
+        "  user: null\n"
+        "  opts:\n"
+        "    a: 1\n"
+        "list: [1, 2]\n"
+        "name: x\n");
+  }
+};
+
+TEST_F(OverridesTest, ChangeNeedsAnExistingKey) {
+  EXPECT_EQ(compose({"db.port=5432"}).config.get<int>("db.port"), 5432);
+  EXPECT_EQ(compose({"db.port=1", "db.port=2"}).config.get<int>("db.port"), 2);
+  EXPECT_THAT(compose({"list=[3]"}).config.get<std::vector<int>>("list"), ElementsAre(3));
+  EXPECT_CONFIG_ERROR(
+      compose({"db.prt=1"}),
+      "Could not override 'db.prt'. Did you mean 'db.port'?\nTo append to your config use +db.prt=1");
+  EXPECT_CONFIG_ERROR(compose({"nope.x=1"}), "Could not override 'nope.x'.");
+}
+
+TEST_F(OverridesTest, DictValueMergesIntoExistingKeysOnly) {
+  const Composition c = compose({"db={host:h}"});
+  EXPECT_EQ(c.config.get<std::string>("db.host"), "h");
+  EXPECT_EQ(c.config.get<int>("db.port"), 3306);
+  EXPECT_CONFIG_ERROR(
+      compose({"db={extra:1}"}), "Could not override 'db'.\nTo append to your config use +db={extra:1}");
+}
+
+TEST_F(OverridesTest, AddOnlyWhereNothingIsSet) {
+  const Composition c = compose({"+db.password=secret", "+db.user=root", "+fresh.deep=1", "+db.opts={b:2}"});
+  EXPECT_EQ(c.config.get<std::string>("db.password"), "secret");
+  EXPECT_EQ(c.config.get<std::string>("db.user"), "root");  // a null counts as unset
+  EXPECT_EQ(c.config.get<int>("fresh.deep"), 1);
+  EXPECT_EQ(c.config.get<int>("db.opts.a"), 1);  // a dict merges even over a set value
+  EXPECT_EQ(c.config.get<int>("db.opts.b"), 2);
+  EXPECT_CONFIG_ERROR(
+      compose({"+db.host=x"}),
+      "Could not append to config. An item is already at 'db.host'.\n"
+      "Either remove + prefix: 'db.host=x', or add a second + to add or override 'db.host': "
+      "'++db.host=x'");
+}
+
+TEST_F(OverridesTest, ForceAddAddsOrChanges) {
+  const Composition c = compose({"++db.host=remote", "++new.deep.key=1"});
+  EXPECT_EQ(c.config.get<std::string>("db.host"), "remote");
+  EXPECT_EQ(c.config.get<int>("new.deep.key"), 1);
+}
+
+TEST_F(OverridesTest, DeleteChecksExistenceAndValue) {
+  EXPECT_FALSE(compose({"~db.port"}).config.has("db.port"));
+  EXPECT_FALSE(compose({"~db.port=3306"}).config.has("db.port"));
+  EXPECT_FALSE(compose({"~db"}).config.has("db"));
+  EXPECT_CONFIG_ERROR(
+      compose({"~db.port=1"}), "Could not delete from config. The value of 'db.port' is 3306 and not 1.");
+  EXPECT_CONFIG_ERROR(compose({"~db.nope"}), "Could not delete from config. 'db.nope' does not exist.");
+  EXPECT_CONFIG_ERROR(
+      compose({"~db.user"}), "Could not delete from config. 'db.user' does not exist.");  // null
+}
+
+TEST_F(OverridesTest, InterpolatedValueResolvesAfterAllOverrides) {
+  EXPECT_EQ(compose({"name=${db.host}", "db.host=z"}).config.get<std::string>("name"), "z");
+}
+
+TEST_F(OverridesTest, MalformedOverrides) {
+  EXPECT_CONFIG_ERROR(
+      compose({"db@x=1"}),
+      "Override 'db@x=1' looks like a config group override, but config group 'db' does not exist.");
+  EXPECT_CONFIG_ERROR(compose({"foo"}), "Error parsing override 'foo': missing '='");
+  EXPECT_CONFIG_ERROR(compose({"a b=1"}), "Error parsing override 'a b=1': invalid key 'a b'");
+  EXPECT_CONFIG_ERROR(compose({"+a=[1,2"}), "Error parsing override '+a=[1,2': missing ']'");
+  EXPECT_CONFIG_ERROR(compose({"+a={x 1}"}), "Error parsing override '+a={x 1}': missing ':' in dict");
+  EXPECT_CONFIG_ERROR(compose({"+a='open"}), "Error parsing override '+a='open': unterminated quoted string");
+  EXPECT_CONFIG_ERROR(compose({"+a=b=c"}), "Error parsing override '+a=b=c': unexpected '='");
+}
+
+// Each value kind of the grammar, printed the way OmegaConf.to_yaml prints what Hydra parses.
+TEST(OverrideValues, GrammarTypes) {
+  testing::TempDir dir;
+  testing::write_file(dir / "config.yaml", "");
+  const Composition c = saccade::compose(
+      {dir.path(),
+       "config",
+       {"+i=1_000", "+f=1e-3", "+nul=null", "+b=TRUE", "+ninf=-inf", "+nn=nan", "+s='1_000'", "+d=\"a,b\"",
+        "+l=[a,[b,c]]", "+m={a:10,b:20}", "+sp=  a b  c ", "+e=a\\,b", "+u=${i}", "+z="}});
+  EXPECT_EQ(
+      c.config.to_yaml(false),
+      "i: 1000\n"
+      "f: 0.001\n"
+      "nul: null\n"
+      "b: true\n"
+      "ninf: -.inf\n"
+      "nn: .nan\n"
+      "s: '1_000'\n"
+      "d: a,b\n"
+      "l:\n"
+      "- a\n"
+      "- - b\n"
+      "  - c\n"
+      "m:\n"
+      "  a: 10\n"
+      "  b: 20\n"
+      "sp: a b  c\n"
+      "e: a,b\n"
+      "u: ${i}\n"
+      "z: ''\n");
+  EXPECT_EQ(c.config.get<int>("i"), 1000);
+  EXPECT_DOUBLE_EQ(c.config.get<double>("f"), 1e-3);
+  EXPECT_FALSE(c.config.get_optional<int>("nul").has_value());
+  EXPECT_TRUE(c.config.get<bool>("b"));
+  EXPECT_TRUE(std::isinf(c.config.get<double>("ninf")) && c.config.get<double>("ninf") < 0);
+  EXPECT_TRUE(std::isnan(c.config.get<double>("nn")));
+  EXPECT_EQ(c.config.get<int>("u"), 1000);
+}
+
+TEST(OverrideValues, FloatSpellings) {
+  testing::TempDir dir;
+  testing::write_file(dir / "config.yaml", "");
+  const Composition c = saccade::compose(
+      {dir.path(),
+       "config",
+       {"+a=-.5", "+b=.5e3", "+c=1e1_0", "+d=5.", "+e=1_0.2_5", "+g=Inf", "+h=05", "+k=1e16"}});
+  EXPECT_EQ(
+      c.config.to_yaml(false),
+      "a: -0.5\nb: 500.0\nc: 10000000000.0\nd: 5.0\ne: 10.25\ng: .inf\nh: '05'\nk: 1.0e+16\n");
+}
+
+TEST(OverrideValues, QuotesAndEscapes) {
+  testing::TempDir dir;
+  testing::write_file(dir / "config.yaml", "");
+  const Composition c = saccade::compose(
+      {dir.path(),
+       "config",
+       {"+q='it\\'s'", "+dq=\"say \\\"hi\\\"\"", "+path=C:\\dir", "+url=http://x:80/a", "+sp=a\\ "}});
+  EXPECT_EQ(c.config.get<std::string>("q"), "it's");
+  EXPECT_EQ(c.config.get<std::string>("dq"), "say \"hi\"");
+  EXPECT_EQ(c.config.get<std::string>("path"), "C:\\dir");
+  EXPECT_EQ(c.config.get<std::string>("url"), "http://x:80/a");
+  EXPECT_EQ(c.config.get<std::string>("sp"), "a ");
+}
+
+}  // namespace
+}  // namespace saccade

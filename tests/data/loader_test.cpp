@@ -1,0 +1,281 @@
+// The loader: collation worked by hand, epoch plans (seeded shuffle, bucketing, drop_last),
+// identical batches whatever the worker count, the bad-image policies, and CaptionDataset.
+#include "data/loader.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "data/image_source.h"
+#include "test_util.h"
+
+namespace saccade::testing {
+namespace {
+
+// Sample i: a 2 x 2 image filled with i, tokens <start> (i % 4 + 1 words) <end>; images listed
+// in `bad` throw BadImageError.
+class CountingDataset : public Dataset {
+ public:
+  explicit CountingDataset(int64_t size, std::set<int64_t> bad = {}) : size_(size), bad_(std::move(bad)) {}
+  int64_t size() const override { return size_; }
+  int64_t length(int64_t index) const override { return index % 4 + 3; }
+  Sample get(int64_t index) const override {
+    if (bad_.count(index))
+      throw BadImageError("img" + std::to_string(index) + ".jpg", "the file is empty (0 bytes)");
+    Sample sample;
+    sample.index = index;
+    sample.image_id = "id" + std::to_string(index);
+    sample.image = torch::full({2, 2, 3}, index % 256, torch::kUInt8);
+    sample.tokens.push_back(Vocabulary::kStart);
+    for (int64_t w = 0; w < index % 4 + 1; ++w) sample.tokens.push_back(10 + w);
+    sample.tokens.push_back(Vocabulary::kEnd);
+    sample.references = {{"ref", std::to_string(index)}};
+    return sample;
+  }
+
+ private:
+  int64_t size_;
+  std::set<int64_t> bad_;
+};
+
+LoaderOptions options_with(int64_t batch_size, int workers) {
+  LoaderOptions options;
+  options.batch_size = batch_size;
+  options.workers = workers;
+  options.prefetch = 2;
+  return options;
+}
+
+std::vector<std::vector<int64_t>> drain(Loader& loader) {
+  std::vector<std::vector<int64_t>> batches;
+  while (auto batch = loader.next()) batches.push_back(batch->indices);
+  return batches;
+}
+
+TEST(Collate, PadsTokensAndNormalizesImages) {
+  const CountingDataset data(8);
+  std::vector<Sample> samples = {data.get(1), data.get(3), data.get(0)};
+  ImageOptions image;
+  image.mean = {0.0f, 0.0f, 0.0f};
+  image.std = {1.0f, 1.0f, 1.0f};
+  const Batch batch = collate(samples, image);
+  EXPECT_EQ(batch.size(), 3);
+  ASSERT_EQ(batch.images.sizes(), (std::vector<int64_t>{3, 3, 2, 2}));
+  EXPECT_FLOAT_EQ(batch.images[1][2][1][1].item<float>(), 3.0f / 255.0f);
+  // Sample 3 has 4 words: T = 6. Rows are <start> words <end> then <pad> = 0.
+  const torch::Tensor expected_tokens =
+      torch::tensor({{1, 10, 11, 2, 0, 0}, {1, 10, 11, 12, 13, 2}, {1, 10, 2, 0, 0, 0}}, torch::kLong);
+  EXPECT_TRUE(torch::equal(batch.tokens, expected_tokens)) << batch.tokens;
+  EXPECT_TRUE(torch::equal(batch.lengths, torch::tensor({4, 6, 3}, torch::kLong)));
+  EXPECT_EQ(batch.image_ids, (std::vector<std::string>{"id1", "id3", "id0"}));
+  EXPECT_EQ(batch.indices, (std::vector<int64_t>{1, 3, 0}));
+  EXPECT_EQ(batch.references[2], (std::vector<std::vector<std::string>>{{"ref", "0"}}));
+}
+
+TEST(PlanBatches, InOrderWithoutShuffleAndDropLast) {
+  const CountingDataset data(7);
+  LoaderOptions options = options_with(3, 0);
+  EXPECT_EQ(plan_batches(data, options, 0), (std::vector<std::vector<int64_t>>{{0, 1, 2}, {3, 4, 5}, {6}}));
+  options.drop_last = true;
+  EXPECT_EQ(plan_batches(data, options, 0), (std::vector<std::vector<int64_t>>{{0, 1, 2}, {3, 4, 5}}));
+}
+
+TEST(PlanBatches, ShuffleIsAPermutationThatDependsOnlyOnSeedAndEpoch) {
+  const CountingDataset data(50);
+  LoaderOptions options = options_with(8, 0);
+  options.shuffle = true;
+  options.seed = 3;
+  const auto epoch0 = plan_batches(data, options, 0);
+  EXPECT_EQ(plan_batches(data, options, 0), epoch0);
+  EXPECT_NE(plan_batches(data, options, 1), epoch0);
+  options.seed = 4;
+  EXPECT_NE(plan_batches(data, options, 0), epoch0);
+  std::vector<int64_t> all;
+  for (const auto& batch : epoch0) all.insert(all.end(), batch.begin(), batch.end());
+  std::sort(all.begin(), all.end());
+  for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i);
+}
+
+TEST(PlanBatches, BucketingSortsEachPoolByLength) {
+  const CountingDataset data(40);  // lengths cycle 3, 4, 5, 6
+  LoaderOptions options = options_with(5, 0);
+  options.bucketing = true;
+  options.bucket_pool = 4;  // pools of 20 samples, 5 of each length
+  const auto batches = plan_batches(data, options, 0);
+  ASSERT_EQ(batches.size(), 8u);
+  for (const auto& batch : batches) {
+    std::set<int64_t> lengths;
+    for (const int64_t index : batch) lengths.insert(data.length(index));
+    EXPECT_EQ(lengths.size(), 1u);  // every batch is one length
+  }
+  // Without shuffle the pools stay in place: the first batch is the shortest of the first pool.
+  EXPECT_EQ(batches[0], (std::vector<int64_t>{0, 4, 8, 12, 16}));
+  EXPECT_EQ(batches[4], (std::vector<int64_t>{20, 24, 28, 32, 36}));
+
+  options.shuffle = true;
+  std::vector<int64_t> all;
+  for (const auto& batch : plan_batches(data, options, 2)) {
+    for (size_t i = 1; i < batch.size(); ++i) EXPECT_LE(data.length(batch[i - 1]), data.length(batch[i]));
+    all.insert(all.end(), batch.begin(), batch.end());
+  }
+  std::sort(all.begin(), all.end());
+  for (int64_t i = 0; i < 40; ++i) EXPECT_EQ(all[static_cast<size_t>(i)], i);
+}
+
+TEST(Loader, SameBatchesWithAnyWorkerCountAndAcrossEpochs) {
+  auto data = std::make_shared<CountingDataset>(37);
+  LoaderOptions options = options_with(5, 0);
+  options.shuffle = true;
+  Loader inline_loader(data, options, ImageOptions{});
+  inline_loader.start_epoch(1);
+  const auto expected = drain(inline_loader);
+  EXPECT_EQ(expected, plan_batches(*data, options, 1));
+  EXPECT_EQ(inline_loader.batches_per_epoch(), 8);
+  for (int workers : {1, 3}) {
+    options.workers = workers;
+    Loader loader(data, options, ImageOptions{});
+    loader.start_epoch(0);
+    loader.next();  // abandon epoch 0 part way
+    loader.start_epoch(1);
+    EXPECT_EQ(drain(loader), expected) << workers << " workers";
+    EXPECT_FALSE(loader.next().has_value());  // stays at the end until the next epoch
+    loader.start_epoch(1);
+    EXPECT_EQ(drain(loader), expected);
+  }
+}
+
+TEST(Loader, NextBeforeStartEpochRunsEpochZero) {
+  auto data = std::make_shared<CountingDataset>(4);
+  Loader loader(data, options_with(3, 2), ImageOptions{});
+  EXPECT_EQ(drain(loader), (std::vector<std::vector<int64_t>>{{0, 1, 2}, {3}}));
+}
+
+TEST(Loader, BadImagesFailByDefaultAndAreCountedUnderSkip) {
+  auto data = std::make_shared<CountingDataset>(6, std::set<int64_t>{2, 3});
+  for (int workers : {0, 2}) {
+    LoaderOptions options = options_with(2, workers);
+    Loader failing(data, options, ImageOptions{});
+    EXPECT_TRUE(failing.next().has_value());
+    try {
+      failing.next();
+      FAIL() << "no error";
+    } catch (const BadImageError& error) {
+      EXPECT_EQ(error.path(), "img2.jpg");
+    }
+    options.on_bad_image = BadImagePolicy::skip;
+    Loader skipping(data, options, ImageOptions{});
+    // Batch {2, 3} is entirely bad and is left out; nothing else changes.
+    EXPECT_EQ(drain(skipping), (std::vector<std::vector<int64_t>>{{0, 1}, {4, 5}}));
+    skipping.start_epoch(1);
+    drain(skipping);
+    ASSERT_EQ(skipping.skipped().size(), 2u);  // each file reported once
+    EXPECT_EQ(skipping.skipped()[0].path, "img2.jpg");
+    EXPECT_EQ(skipping.skipped()[1].reason, "the file is empty (0 bytes)");
+  }
+}
+
+TEST(Loader, TransformSeesSeededRandomness) {
+  auto data = std::make_shared<CountingDataset>(6);
+  SampleTransform mark = [](Sample& sample, Rng& rng) {
+    sample.image_id = std::to_string(rng.next() % 1000);
+  };
+  auto ids = [&](int workers, int64_t epoch) {
+    Loader loader(data, options_with(3, workers), ImageOptions{}, mark);
+    loader.start_epoch(epoch);
+    std::vector<std::string> out;
+    while (auto batch = loader.next())
+      out.insert(out.end(), batch->image_ids.begin(), batch->image_ids.end());
+    return out;
+  };
+  EXPECT_EQ(ids(0, 0), ids(2, 0));
+  EXPECT_NE(ids(0, 0), ids(0, 1));
+}
+
+TEST(Loader, ValidateNamesTheKey) {
+  LoaderOptions options;
+  EXPECT_NO_THROW(validate(options));
+  options.prefetch = 0;
+  EXPECT_THROW(validate(options), std::invalid_argument);
+  options = LoaderOptions{};
+  options.workers = -1;
+  EXPECT_THROW(validate(options), std::invalid_argument);
+  options = LoaderOptions{};
+  options.batch_size = 0;
+  EXPECT_THROW(Loader(std::make_shared<CountingDataset>(1), options, ImageOptions{}), std::invalid_argument);
+}
+
+// An in-memory image source: row r is filled with r.
+class FilledSource : public ImageSource {
+ public:
+  explicit FilledSource(int64_t rows) : rows_(rows) {}
+  int64_t size() const override { return rows_; }
+  torch::Tensor load(int64_t row) const override { return torch::full({2, 2, 3}, row, torch::kUInt8); }
+
+ private:
+  int64_t rows_;
+};
+
+ImageRecord record(const std::string& id, const std::vector<std::vector<std::string>>& captions) {
+  ImageRecord image;
+  image.image_id = id;
+  for (const auto& words : captions) image.captions.push_back({"", words});
+  return image;
+}
+
+TEST(CaptionDataset, PerCaptionPairsAndPerImageReferences) {
+  const std::vector<ImageRecord> images = {
+      record("a", {{"red", "circle"}, {"a", "red", "circle", "on", "gray"}}),
+      record("b", {{"blue", "square"}}),
+  };
+  const Vocabulary vocab(std::vector<std::string>{"red", "circle", "blue"});
+  VocabularyOptions options;
+  options.max_caption_length = 3;
+
+  const CaptionDataset train(
+      images, std::make_shared<FilledSource>(2), vocab, options, SampleMode::per_caption);
+  ASSERT_EQ(train.size(), 3);
+  EXPECT_EQ(train.truncated_captions(), 1);
+  const Sample second = train.get(1);
+  EXPECT_EQ(second.image_id, "a");
+  EXPECT_EQ(
+      second.tokens, (std::vector<int64_t>{1, 3, 4, 5, 2}));  // "<unk> red circle", truncated to 3 words
+  EXPECT_EQ(second.references[1].size(), 5u);                 // references are never truncated
+  EXPECT_EQ(train.length(1), 5);
+  EXPECT_EQ(train.get(2).image[0][0][0].item<int>(), 1);  // image b is row 1
+  EXPECT_EQ(train.image_of(2), 1);
+  EXPECT_THROW(train.get(3), std::invalid_argument);
+
+  options.on_long_caption = LongCaptionPolicy::drop;
+  const CaptionDataset dropped(
+      images, std::make_shared<FilledSource>(2), vocab, options, SampleMode::per_caption);
+  EXPECT_EQ(dropped.size(), 2);
+  EXPECT_EQ(dropped.dropped_captions(), 1);
+
+  options.max_caption_length = 1;
+  const CaptionDataset val(images, std::make_shared<FilledSource>(2), vocab, options, SampleMode::per_image);
+  ASSERT_EQ(val.size(), 2);  // one per image, even with drop: the first reference is truncated instead
+  EXPECT_EQ(val.get(0).tokens, (std::vector<int64_t>{1, 4, 2}));
+  EXPECT_EQ(val.get(0).references.size(), 2u);
+
+  EXPECT_THROW(
+      CaptionDataset(images, std::make_shared<FilledSource>(3), vocab, options, SampleMode::per_image),
+      std::invalid_argument);
+}
+
+TEST(SubsetDataset, ReindexesAndChecksRange) {
+  auto base = std::make_shared<CountingDataset>(10);
+  const SubsetDataset subset(base, {7, 2});
+  ASSERT_EQ(subset.size(), 2);
+  EXPECT_EQ(subset.get(0).image_id, "id7");
+  EXPECT_EQ(subset.get(0).index, 0);
+  EXPECT_EQ(subset.length(1), base->length(2));
+  EXPECT_THROW(SubsetDataset(base, {10}), std::invalid_argument);
+  EXPECT_EQ(first_indices(3, 10), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(first_indices(30, 2), (std::vector<int64_t>{0, 1}));
+}
+
+}  // namespace
+}  // namespace saccade::testing

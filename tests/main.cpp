@@ -1,0 +1,7 @@
+// Shared GoogleTest entry point for every saccade test binary.
+#include <gtest/gtest.h>
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

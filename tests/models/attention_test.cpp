@@ -1,0 +1,298 @@
+// Attention kinds against hand-worked examples, finite differences and each other.
+#include "models/attention.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "finite_difference.h"
+
+namespace saccade {
+namespace {
+
+const std::vector<std::string> kKinds = {"additive", "dot", "scaled_dot", "general", "multihead"};
+
+class AttentionTest : public ::testing::Test {
+ protected:
+  AttentionTest() { torch::manual_seed(0); }
+};
+
+// B=3 images, L=5 locations, D=6, H=4, A=8 (multihead: 2 heads of 4).
+AttentionOptions small_options(const std::string& kind) {
+  AttentionOptions options;
+  options.kind = kind;
+  options.annotation_dim = 6;
+  options.query_dim = 4;
+  options.dim = 8;
+  options.heads = kind == "multihead" ? 2 : 1;
+  return options;
+}
+
+void set_linear(torch::nn::Linear& linear, const torch::Tensor& weight, const torch::Tensor& bias = {}) {
+  torch::NoGradGuard no_grad;
+  linear->weight.copy_(weight);
+  if (bias.defined()) linear->bias.copy_(bias);
+}
+
+torch::Tensor identity2() {
+  return torch::eye(2);
+}
+
+// Two locations a_1 = [1, 0], a_2 = [0, 1] (B=1, L=2, D=2) unless a test says otherwise.
+torch::Tensor unit_annotations() {
+  return torch::tensor({{{1.0f, 0.0f}, {0.0f, 1.0f}}});
+}
+
+AttentionOptions tiny_options(const std::string& kind, int64_t heads = 1) {
+  AttentionOptions options;
+  options.kind = kind;
+  options.annotation_dim = 2;
+  options.query_dim = 2;
+  options.dim = 2;
+  options.heads = heads;
+  return options;
+}
+
+TEST_F(AttentionTest, AlphaSumsToOneAndShapesHoldForEveryKind) {
+  for (const auto& kind : kKinds) {
+    auto attention = build_attention(small_options(kind));
+    const auto annotations = torch::randn({3, 5, 6});
+    const auto memory = attention->remember(annotations);
+    const auto step = attention->forward(memory, torch::randn({3, 4}));
+    EXPECT_EQ(step.context.sizes(), torch::IntArrayRef({3, 6})) << kind;
+    if (kind == "multihead") {
+      EXPECT_EQ(step.alpha.sizes(), torch::IntArrayRef({3, 2, 5})) << kind;
+    } else {
+      EXPECT_EQ(step.alpha.sizes(), torch::IntArrayRef({3, 5})) << kind;
+    }
+    EXPECT_TRUE(torch::allclose(step.alpha.sum(-1), torch::ones_like(step.alpha.sum(-1)), 1e-6, 1e-6))
+        << kind;
+    EXPECT_TRUE((step.alpha >= 0).all().item<bool>()) << kind;
+  }
+}
+
+TEST_F(AttentionTest, AdditiveHandWorked) {
+  // W_a = W_h = I, b = 0, w = [1, 2]; u = atanh(0.5), so tanh(+-u) = +-0.5.
+  // a_1 = [u, 0], a_2 = [0, u], h = [-u, 0]:
+  //   W_a a_1 + W_h h = [0, 0]  -> e_1 = 0
+  //   W_a a_2 + W_h h = [-u, u] -> e_2 = 1 * (-0.5) + 2 * 0.5 = 0.5
+  // alpha = softmax([0, 0.5]) = [1, e^0.5] / (1 + e^0.5) = [0.3775406688, 0.6224593312]
+  // z = alpha_1 a_1 + alpha_2 a_2 = [0.3775406688 u, 0.6224593312 u] = [0.2073853688, 0.3419207756]
+  auto attention = std::make_shared<AdditiveAttentionImpl>(tiny_options("additive"));
+  set_linear(attention->key, identity2(), torch::zeros({2}));
+  set_linear(attention->query, identity2());
+  set_linear(attention->score, torch::tensor({{1.0f, 2.0f}}));
+  const float u = std::atanh(0.5f);
+  const auto annotations = torch::tensor({{{u, 0.0f}, {0.0f, u}}});
+  const auto step = attention->forward(attention->remember(annotations), torch::tensor({{-u, 0.0f}}));
+  EXPECT_NEAR(step.alpha[0][0].item<float>(), 0.3775406688f, 1e-6);
+  EXPECT_NEAR(step.alpha[0][1].item<float>(), 0.6224593312f, 1e-6);
+  EXPECT_NEAR(step.context[0][0].item<float>(), 0.2073853688f, 1e-6);
+  EXPECT_NEAR(step.context[0][1].item<float>(), 0.3419207756f, 1e-6);
+}
+
+TEST_F(AttentionTest, AdditiveKeyBiasShiftsEveryLocation) {
+  // As above with a_1 = a_2 = 0 and b = [u, 0], h = 0: both locations score tanh(u) = 0.5,
+  // so alpha is uniform whatever b is: the key bias enters every location alike.
+  auto attention = std::make_shared<AdditiveAttentionImpl>(tiny_options("additive"));
+  const float u = std::atanh(0.5f);
+  set_linear(attention->key, identity2(), torch::tensor({u, 0.0f}));
+  set_linear(attention->query, identity2());
+  set_linear(attention->score, torch::tensor({{1.0f, 2.0f}}));
+  const auto step = attention->forward(attention->remember(torch::zeros({1, 2, 2})), torch::zeros({1, 2}));
+  EXPECT_NEAR(step.alpha[0][0].item<float>(), 0.5f, 1e-6);
+}
+
+TEST_F(AttentionTest, DotHandWorked) {
+  // W_k = W_q = I, b_k = 0, b_q = [0, ln 2]; h = [ln 3, 0] -> q = [ln 3, ln 2].
+  // e_i = a_i . q = [ln 3, ln 2] -> alpha = [3, 2] / 5; z = 0.6 a_1 + 0.4 a_2 = [0.6, 0.4].
+  auto attention = std::make_shared<DotAttentionImpl>(tiny_options("dot"));
+  set_linear(attention->key, identity2(), torch::zeros({2}));
+  set_linear(attention->query, identity2(), torch::tensor({0.0f, std::log(2.0f)}));
+  const auto step =
+      attention->forward(attention->remember(unit_annotations()), torch::tensor({{std::log(3.0f), 0.0f}}));
+  EXPECT_NEAR(step.alpha[0][0].item<float>(), 0.6f, 1e-6);
+  EXPECT_NEAR(step.alpha[0][1].item<float>(), 0.4f, 1e-6);
+  EXPECT_NEAR(step.context[0][0].item<float>(), 0.6f, 1e-6);
+  EXPECT_NEAR(step.context[0][1].item<float>(), 0.4f, 1e-6);
+}
+
+TEST_F(AttentionTest, ScaledDotHandWorked) {
+  // As dot with b_q = 0 and h = [sqrt(2) ln 3, 0]: e = [sqrt(2) ln 3, 0] / sqrt(A = 2) = [ln 3, 0]
+  // -> alpha = [3, 1] / 4; z = [0.75, 0.25].
+  auto attention = std::make_shared<DotAttentionImpl>(tiny_options("scaled_dot"));
+  set_linear(attention->key, identity2(), torch::zeros({2}));
+  set_linear(attention->query, identity2(), torch::zeros({2}));
+  const auto h = torch::tensor({{std::sqrt(2.0f) * std::log(3.0f), 0.0f}});
+  const auto step = attention->forward(attention->remember(unit_annotations()), h);
+  EXPECT_NEAR(step.alpha[0][0].item<float>(), 0.75f, 1e-6);
+  EXPECT_NEAR(step.context[0][1].item<float>(), 0.25f, 1e-6);
+}
+
+TEST_F(AttentionTest, GeneralHandWorked) {
+  // W = [[0, 1], [1, 0]] swaps: W a_1 = [0, 1], W a_2 = [1, 0]. h = [ln 3, 0]:
+  // e = [h . W a_1, h . W a_2] = [0, ln 3] -> alpha = [1, 3] / 4; z = [0.25, 0.75].
+  auto attention = std::make_shared<GeneralAttentionImpl>(tiny_options("general"));
+  set_linear(attention->key, torch::tensor({{0.0f, 1.0f}, {1.0f, 0.0f}}));
+  EXPECT_FALSE(attention->query_weight().defined());  // the query is h itself
+  const auto step =
+      attention->forward(attention->remember(unit_annotations()), torch::tensor({{std::log(3.0f), 0.0f}}));
+  EXPECT_NEAR(step.alpha[0][0].item<float>(), 0.25f, 1e-6);
+  EXPECT_NEAR(step.context[0][0].item<float>(), 0.25f, 1e-6);
+  EXPECT_NEAR(step.context[0][1].item<float>(), 0.75f, 1e-6);
+}
+
+TEST_F(AttentionTest, MultiheadHandWorked) {
+  // A = 2, 2 heads of K = 1 (scale 1/sqrt(1)); every projection is I with zero bias.
+  // Head 0 sees channel 0: keys [1, 0], q_0 = ln 3 -> e = [ln 3, 0] -> alpha_0 = [3/4, 1/4];
+  //   values [1, 0] -> glimpse 3/4.
+  // Head 1 sees channel 1: keys [0, 1], q_1 = ln 2 -> e = [0, ln 2] -> alpha_1 = [1/3, 2/3];
+  //   values [0, 1] -> glimpse 2/3.
+  // z = W_o [3/4, 2/3] = [0.75, 0.6666667].
+  auto attention = std::make_shared<MultiheadAttentionImpl>(tiny_options("multihead", 2));
+  for (auto* linear : {&attention->key, &attention->value, &attention->query, &attention->output}) {
+    set_linear(*linear, identity2(), torch::zeros({2}));
+  }
+  const auto h = torch::tensor({{std::log(3.0f), std::log(2.0f)}});
+  const auto step = attention->forward(attention->remember(unit_annotations()), h);
+  ASSERT_EQ(step.alpha.sizes(), torch::IntArrayRef({1, 2, 2}));
+  EXPECT_NEAR(step.alpha[0][0][0].item<float>(), 0.75f, 1e-6);
+  EXPECT_NEAR(step.alpha[0][1][1].item<float>(), 2.0f / 3.0f, 1e-6);
+  EXPECT_NEAR(step.context[0][0].item<float>(), 0.75f, 1e-6);
+  EXPECT_NEAR(step.context[0][1].item<float>(), 2.0f / 3.0f, 1e-6);
+}
+
+TEST_F(AttentionTest, OneHeadMultiheadWithIdentityValuesIsScaledDot) {
+  auto options = small_options("multihead");
+  options.heads = 1;
+  options.dim = options.annotation_dim;  // W_v and W_o can then be the identity
+  auto multihead = std::make_shared<MultiheadAttentionImpl>(options);
+  options.kind = "scaled_dot";
+  auto scaled = std::make_shared<DotAttentionImpl>(options);
+  set_linear(multihead->value, torch::eye(6), torch::zeros({6}));
+  set_linear(multihead->output, torch::eye(6), torch::zeros({6}));
+  set_linear(multihead->key, scaled->key->weight.detach(), scaled->key->bias.detach());
+  set_linear(multihead->query, scaled->query->weight.detach(), scaled->query->bias.detach());
+  const auto annotations = torch::randn({3, 5, 6});
+  const auto h = torch::randn({3, 4});
+  const auto expected = scaled->forward(scaled->remember(annotations), h);
+  const auto actual = multihead->forward(multihead->remember(annotations), h);
+  EXPECT_TRUE(torch::allclose(actual.alpha.squeeze(1), expected.alpha, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(actual.context, expected.context, 1e-5, 1e-6));
+}
+
+TEST_F(AttentionTest, MaskedLocationsGetZeroWeight) {
+  for (const auto& kind : kKinds) {
+    auto attention = build_attention(small_options(kind));
+    const auto annotations = torch::randn({3, 5, 6});
+    auto mask = torch::ones({3, 5}, torch::kBool);
+    mask[0][4] = false;
+    mask[1][0] = false;
+    mask[1][2] = false;
+    const auto h = torch::randn({3, 4});
+    const auto step = attention->forward(attention->remember(annotations, mask), h);
+    const auto alpha = kind == "multihead" ? step.alpha : step.alpha.unsqueeze(1);  // [B, N, L]
+    EXPECT_EQ(alpha.masked_select(mask.logical_not().unsqueeze(1)).abs().max().item<float>(), 0.0f) << kind;
+    EXPECT_TRUE(torch::allclose(alpha.sum(-1), torch::ones({3, alpha.size(1)}), 1e-6, 1e-6)) << kind;
+    // Dropping the masked locations altogether gives the same context for image 0.
+    const auto kept = annotations.narrow(0, 0, 1).narrow(1, 0, 4);
+    const auto reference = attention->forward(attention->remember(kept), h.narrow(0, 0, 1));
+    EXPECT_TRUE(torch::allclose(step.context[0], reference.context[0], 1e-5, 1e-6)) << kind;
+  }
+}
+
+TEST_F(AttentionTest, GradientsMatchFiniteDifferences) {
+  for (const auto& kind : kKinds) {
+    auto attention = build_attention(small_options(kind));
+    attention->to(torch::kDouble);
+    const auto annotations = torch::randn({3, 5, 6}, torch::kDouble).requires_grad_();
+    const auto h = torch::randn({3, 4}, torch::kDouble).requires_grad_();
+    auto mask = torch::ones({3, 5}, torch::kBool);
+    mask[2][1] = false;
+    // Random weights on both outputs, so every path is probed.
+    const auto context_weight = torch::randn({3, 6}, torch::kDouble);
+    const auto alpha_weight = torch::randn(
+        kind == "multihead" ? std::vector<int64_t>{3, 2, 5} : std::vector<int64_t>{3, 5}, torch::kDouble);
+    const auto loss = [&] {
+      const auto step = attention->forward(attention->remember(annotations, mask), h);
+      return (step.context * context_weight).sum() + (step.alpha * alpha_weight).sum();
+    };
+    std::vector<std::pair<std::string, torch::Tensor>> tensors = {{"annotations", annotations}, {"h", h}};
+    for (const auto& parameter : attention->named_parameters())
+      tensors.emplace_back(parameter.key(), parameter.value());
+    const auto error = testing::gradient_error(loss, tensors);
+    EXPECT_LT(error.max_abs, 1e-7) << kind << " at " << error.where;
+  }
+}
+
+TEST_F(AttentionTest, ProjectedQueryPathEqualsForward) {
+  // The decoder feeds attend() a query from its own fused GEMM; it must agree with forward().
+  for (const auto& kind : kKinds) {
+    auto attention = build_attention(small_options(kind));
+    const auto memory = attention->remember(torch::randn({3, 5, 6}));
+    const auto h = torch::randn({3, 4});
+    auto q = h;
+    if (attention->query_weight().defined()) {
+      q = torch::matmul(h, attention->query_weight().t());
+      if (attention->query_bias().defined()) q = q + attention->query_bias();
+    }
+    EXPECT_EQ(q.size(1), attention->query_size()) << kind;
+    const auto expected = attention->forward(memory, h);
+    const auto actual = attention->attend(memory, q);
+    EXPECT_TRUE(torch::allclose(actual.context, expected.context, 1e-5, 1e-6)) << kind;
+  }
+}
+
+TEST_F(AttentionTest, MemoryReordersAndExpandsForBeams) {
+  auto attention = build_attention(small_options("additive"));
+  const auto annotations = torch::randn({3, 5, 6});
+  const auto h = torch::randn({3, 4});
+  const auto memory = attention->remember(annotations);
+  const auto index = torch::tensor({2, 2, 0}, torch::kLong);
+  const auto expanded = memory.index_select(index);
+  EXPECT_EQ(expanded.size(), 3);
+  const auto step = attention->forward(expanded, h.index_select(0, index));
+  const auto reference = attention->forward(memory, h);
+  EXPECT_TRUE(torch::allclose(step.context[1], reference.context[2]));
+  EXPECT_TRUE(torch::allclose(step.context[2], reference.context[0]));
+  EXPECT_EQ(memory.head(2).size(), 2);
+}
+
+TEST_F(AttentionTest, ValidationNamesTheProblem) {
+  auto options = small_options("bahdanau");
+  try {
+    validate(options);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    const std::string expected =
+        "Unknown attention kind 'bahdanau'; known kinds: additive, dot, general, multihead, scaled_dot";
+    EXPECT_EQ(std::string(error.what()).rfind(expected, 0), 0u) << error.what();
+  }
+  options = small_options("multihead");
+  options.heads = 3;  // 8 is not divisible by 3
+  EXPECT_THROW(validate(options), std::invalid_argument);
+  options = small_options("additive");
+  options.dim = 0;
+  EXPECT_THROW(build_attention(options), std::invalid_argument);
+  const auto annotations = torch::randn({3, 5, 7});  // D = 7, expected 6
+  EXPECT_THROW(build_attention(small_options("dot"))->remember(annotations), std::invalid_argument);
+  EXPECT_THROW(
+      build_attention(small_options("dot"))
+          ->remember(torch::randn({3, 5, 6}), torch::ones({3, 4}, torch::kBool)),
+      std::invalid_argument);
+}
+
+TEST_F(AttentionTest, RegistryAcceptsNewKinds) {
+  register_attention("test_general_copy", [](const AttentionOptions& options) {
+    return Attention(std::shared_ptr<AttentionImpl>(std::make_shared<GeneralAttentionImpl>(options)));
+  });
+  const auto kinds = attention_kinds();
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "test_general_copy"), kinds.end());
+  auto attention = build_attention(small_options("test_general_copy"));
+  const auto step = attention->forward(attention->remember(torch::randn({1, 5, 6})), torch::randn({1, 4}));
+  EXPECT_EQ(step.alpha.sizes(), torch::IntArrayRef({1, 5}));
+}
+
+}  // namespace
+}  // namespace saccade

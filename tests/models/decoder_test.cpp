@@ -1,0 +1,310 @@
+// AttentionLSTMDecoder against a naive per-step reference built from torch's own LSTMCell, finite
+// differences, and its own step API.
+#include "models/decoder.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <tuple>
+
+#include "config/config.h"
+#include "finite_difference.h"
+#include "test_util.h"
+
+namespace saccade {
+namespace {
+
+class DecoderTest : public ::testing::Test {
+ protected:
+  DecoderTest() { torch::manual_seed(0); }
+};
+
+// V=11 words, D=6, E=5, H=7, A=8 (multihead: 2 heads); images have L=4 locations.
+DecoderOptions small_options(
+    const std::string& kind = "additive", Gate gate = Gate::scalar, bool deep_output = true) {
+  DecoderOptions options;
+  options.vocab_size = 11;
+  options.annotation_dim = 6;
+  options.embed_dim = 5;
+  options.hidden_dim = 7;
+  options.attention_kind = kind;
+  options.attention_dim = 8;
+  options.attention_heads = kind == "multihead" ? 2 : 1;
+  options.gate = gate;
+  options.deep_output = deep_output;
+  options.dropout = 0.5;
+  return options;
+}
+
+struct Batch {
+  torch::Tensor annotations;  // [B, L, D]
+  torch::Tensor tokens;       // [B, T]
+  torch::Tensor lengths;      // [B]
+};
+
+// Three captions of lengths 2, 4, 3 (deliberately unsorted), T = 4.
+Batch small_batch(torch::Dtype dtype = torch::kFloat) {
+  return {
+      torch::randn({3, 4, 6}, dtype), torch::randint(11, {3, 4}, torch::kLong),
+      torch::tensor({2, 4, 3}, torch::kLong)};
+}
+
+// The model written step by step over the full batch, the way the paper states it, with torch's
+// LSTMCell for eq. 1-3. Outputs at t >= lengths[b] are zeroed.
+DecoderOutput naive_forward(AttentionLSTMDecoderImpl& decoder, const Batch& batch) {
+  const int64_t T = batch.tokens.size(1);
+  const auto mean = batch.annotations.mean(1);
+  auto h = torch::tanh(decoder.init_h(mean));
+  auto c = torch::tanh(decoder.init_c(mean));
+  const auto memory = decoder.attention->remember(batch.annotations);
+  std::vector<torch::Tensor> logits, alphas, gates;
+  for (int64_t t = 0; t < T; ++t) {
+    const auto emb = decoder.embedding(batch.tokens.select(1, t));
+    const auto attended = decoder.attention->forward(memory, h);
+    auto z = attended.context;
+    if (decoder.gate) {
+      gates.push_back(torch::sigmoid(decoder.gate(h)));
+      z = gates.back() * z;
+    }
+    std::tie(h, c) = decoder.lstm(torch::cat({emb, z}, 1), std::make_tuple(h, c));
+    logits.push_back(
+        decoder.options().deep_output ? decoder.out(torch::tanh(emb + decoder.out_h(h) + decoder.out_z(z)))
+                                      : decoder.out(h));
+    alphas.push_back(attended.alpha);
+  }
+  const auto real = torch::arange(T).unsqueeze(0) < batch.lengths.unsqueeze(1);  // [B, T]
+  const auto masked = [&](const std::vector<torch::Tensor>& steps) {
+    auto stacked = torch::stack(steps, 1);
+    auto mask = real;
+    while (mask.dim() < stacked.dim()) mask = mask.unsqueeze(-1);
+    return stacked * mask;
+  };
+  DecoderOutput out;
+  out.logits = masked(logits);
+  out.alphas = masked(alphas);
+  if (!gates.empty()) out.gates = masked(gates);
+  return out;
+}
+
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+TEST_F(DecoderTest, ForwardMatchesNaivePerStepReference) {
+  for (const std::string kind : {"additive", "dot", "scaled_dot", "general", "multihead"}) {
+    for (Gate gate : {Gate::none, Gate::scalar, Gate::vector}) {
+      for (bool deep_output : {false, true}) {
+        AttentionLSTMDecoder decoder(small_options(kind, gate, deep_output));
+        decoder->to(torch::kDouble);
+        decoder->eval();
+        const auto batch = small_batch(torch::kDouble);
+        const auto actual = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+        const auto expected = naive_forward(*decoder, batch);
+        const std::string label = kind + "/" + to_string(gate) + "/deep=" + std::to_string(deep_output);
+        EXPECT_LT(max_diff(actual.logits, expected.logits), 1e-12) << label;
+        EXPECT_LT(max_diff(actual.alphas, expected.alphas), 1e-12) << label;
+        ASSERT_EQ(actual.gates.defined(), gate != Gate::none) << label;
+        if (gate != Gate::none) {
+          EXPECT_LT(max_diff(actual.gates, expected.gates), 1e-12) << label;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(DecoderTest, StepReproducesForward) {
+  for (const std::string kind : {"additive", "general", "multihead"}) {
+    for (bool deep_output : {false, true}) {
+      AttentionLSTMDecoder decoder(small_options(kind, Gate::vector, deep_output));
+      decoder->eval();  // dropout off
+      const auto batch = small_batch();
+      const auto forward = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+      auto state = decoder->init_state(batch.annotations);
+      for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
+        const auto step = decoder->step(state, batch.tokens.select(1, t));
+        state = step.state;
+        for (int64_t b = 0; b < 3; ++b) {
+          if (t >= batch.lengths[b].item<int64_t>()) continue;
+          EXPECT_LT(max_diff(step.logits[b], forward.logits[b][t]), 1e-5) << kind << " b=" << b << " t=" << t;
+          EXPECT_LT(max_diff(step.alpha[b], forward.alphas[b][t]), 1e-6) << kind << " b=" << b << " t=" << t;
+          EXPECT_LT(max_diff(step.gate[b], forward.gates[b][t]), 1e-6) << kind << " b=" << b << " t=" << t;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(DecoderTest, ShapesPerGateAndZerosAtPadding) {
+  const std::vector<std::pair<Gate, int64_t>> widths = {
+      {Gate::none, 0}, {Gate::scalar, 1}, {Gate::vector, 6}};
+  for (const auto& [gate, width] : widths) {
+    AttentionLSTMDecoder decoder(small_options("additive", gate));
+    const auto batch = small_batch();
+    const auto out = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+    EXPECT_EQ(out.logits.sizes(), torch::IntArrayRef({3, 4, 11}));
+    EXPECT_EQ(out.alphas.sizes(), torch::IntArrayRef({3, 4, 4}));
+    if (gate == Gate::none) {
+      EXPECT_FALSE(out.gates.defined());
+    } else {
+      EXPECT_EQ(out.gates.sizes(), torch::IntArrayRef({3, 4, width}));
+      EXPECT_EQ(out.gates[0][2].abs().sum().item<float>(), 0.0f);
+    }
+    // Caption 0 has 2 steps: steps 2 and 3 are padding.
+    EXPECT_EQ(out.logits[0].narrow(0, 2, 2).abs().sum().item<float>(), 0.0f);
+    EXPECT_EQ(out.alphas[2][3].abs().sum().item<float>(), 0.0f);
+    EXPECT_NEAR(out.alphas[1][3].sum().item<float>(), 1.0f, 1e-6);
+  }
+  AttentionLSTMDecoder multihead(small_options("multihead"));
+  const auto batch = small_batch();
+  EXPECT_EQ(
+      multihead->forward(batch.annotations, batch.tokens, batch.lengths).alphas.sizes(),
+      torch::IntArrayRef({3, 4, 2, 4}));
+}
+
+TEST_F(DecoderTest, GradientsMatchFiniteDifferences) {
+  for (const auto& [gate, deep_output] :
+       std::vector<std::pair<Gate, bool>>{{Gate::scalar, true}, {Gate::vector, false}}) {
+    auto options = small_options("additive", gate, deep_output);
+    options.vocab_size = 5;
+    options.annotation_dim = 3;
+    options.embed_dim = 2;
+    options.hidden_dim = 3;
+    options.attention_dim = 2;
+    AttentionLSTMDecoder decoder(options);
+    decoder->to(torch::kDouble);
+    decoder->eval();
+    const auto annotations = torch::randn({3, 4, 3}, torch::kDouble).requires_grad_();
+    const auto tokens = torch::randint(5, {3, 3}, torch::kLong);
+    const auto lengths = torch::tensor({2, 3, 1}, torch::kLong);
+    const auto logit_weight = torch::randn({3, 3, 5}, torch::kDouble);
+    const auto alpha_weight = torch::randn({3, 3, 4}, torch::kDouble);
+    const auto gate_weight = torch::randn({3, 3, gate == Gate::scalar ? 1 : 3}, torch::kDouble);
+    const auto loss = [&] {
+      const auto out = decoder->forward(annotations, tokens, lengths);
+      return (out.logits * logit_weight).sum() + (out.alphas * alpha_weight).sum() +
+             (out.gates * gate_weight).sum();
+    };
+    std::vector<std::pair<std::string, torch::Tensor>> tensors = {{"annotations", annotations}};
+    for (const auto& parameter : decoder->named_parameters())
+      tensors.emplace_back(parameter.key(), parameter.value());
+    const auto error = testing::gradient_error(loss, tensors);
+    EXPECT_LT(error.max_abs, 1e-7) << to_string(gate) << " deep=" << deep_output << " at " << error.where;
+  }
+}
+
+TEST_F(DecoderTest, MaskedLocationsAreIgnored) {
+  // Masking the last location must equal removing it: for the initial state (masked mean) and for
+  // every attention step.
+  AttentionLSTMDecoder decoder(small_options());
+  decoder->eval();
+  const auto batch = small_batch();
+  auto mask = torch::ones({3, 4}, torch::kBool);
+  mask.select(1, 3).fill_(false);
+  const auto masked = decoder->forward(batch.annotations, batch.tokens, batch.lengths, mask);
+  const auto cropped = decoder->forward(batch.annotations.narrow(1, 0, 3), batch.tokens, batch.lengths);
+  EXPECT_LT(max_diff(masked.logits, cropped.logits), 1e-5);
+  EXPECT_EQ(masked.alphas.select(2, 3).abs().max().item<float>(), 0.0f);
+  EXPECT_LT(max_diff(masked.alphas.narrow(2, 0, 3), cropped.alphas), 1e-6);
+}
+
+TEST_F(DecoderTest, StateExpandsForBeams) {
+  AttentionLSTMDecoder decoder(small_options());
+  decoder->eval();
+  const auto batch = small_batch();
+  const auto state = decoder->init_state(batch.annotations);
+  const auto prev = torch::tensor({1, 2, 3}, torch::kLong);
+  const auto reference = decoder->step(state, prev);
+  const auto beams = torch::tensor({0, 0, 2, 2}, torch::kLong);  // two beams for images 0 and 2
+  const auto expanded = decoder->step(state.index_select(beams), prev.index_select(0, beams));
+  EXPECT_LT(max_diff(expanded.logits, reference.logits.index_select(0, beams)), 1e-6);
+  EXPECT_EQ(expanded.state.memory.size(), 4);
+}
+
+TEST_F(DecoderTest, EdgeBatches) {
+  AttentionLSTMDecoder decoder(small_options("additive", Gate::vector));
+  // Empty batch.
+  const auto empty = decoder->forward(
+      torch::randn({0, 4, 6}), torch::zeros({0, 4}, torch::kLong), torch::zeros({0}, torch::kLong));
+  EXPECT_EQ(empty.logits.sizes(), torch::IntArrayRef({0, 4, 11}));
+  EXPECT_EQ(empty.gates.sizes(), torch::IntArrayRef({0, 4, 6}));
+  // Length-1 and length-0 captions.
+  const auto batch = small_batch();
+  const auto out = decoder->forward(batch.annotations, batch.tokens, torch::tensor({1, 0, 1}, torch::kLong));
+  EXPECT_EQ(out.logits.sizes(), torch::IntArrayRef({3, 4, 11}));
+  EXPECT_EQ(out.logits[1].abs().sum().item<float>(), 0.0f);
+  EXPECT_GT(out.logits[0][0].abs().sum().item<float>(), 0.0f);
+}
+
+TEST_F(DecoderTest, BadInputsThrow) {
+  AttentionLSTMDecoder decoder(small_options());
+  const auto batch = small_batch();
+  try {
+    decoder->forward(batch.annotations, batch.tokens, torch::tensor({2, 5, 3}, torch::kLong));
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()), "lengths[1] = 5 is outside [0, 4]");
+  }
+  EXPECT_THROW(
+      decoder->forward(batch.annotations, batch.tokens.narrow(0, 0, 2), batch.lengths),
+      std::invalid_argument);
+  EXPECT_THROW(
+      decoder->forward(batch.annotations, batch.tokens, batch.lengths.narrow(0, 0, 2)),
+      std::invalid_argument);
+  EXPECT_THROW(decoder->forward(torch::randn({3, 4, 5}), batch.tokens, batch.lengths), std::invalid_argument);
+  EXPECT_THROW(
+      decoder->step(decoder->init_state(batch.annotations), torch::zeros({2}, torch::kLong)),
+      std::invalid_argument);
+}
+
+TEST_F(DecoderTest, ValidationNamesTheKey) {
+  const auto message = [](DecoderOptions options) {
+    try {
+      validate(options);
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  auto options = small_options();
+  EXPECT_EQ(message(options), "(no error)");
+  options.vocab_size = 0;
+  EXPECT_EQ(message(options), "The decoder's vocab_size must be > 0 (set it from the vocabulary)");
+  options = small_options();
+  options.dropout = 1.0;
+  EXPECT_EQ(message(options), "decoder.dropout must be in [0, 1), got 1.000000");
+  options = small_options();
+  options.attention_mode = AttentionMode::hard;
+  EXPECT_EQ(message(options), "decoder.attention.mode=hard is not implemented yet; use soft");
+  options = small_options("multihead");
+  options.attention_heads = 3;
+  EXPECT_EQ(message(options).rfind("decoder.attention: The attention dim (8) must be divisible", 0), 0u);
+  EXPECT_THROW(parse_gate("both"), std::invalid_argument);
+  EXPECT_EQ(parse_gate("vector"), Gate::vector);
+  EXPECT_EQ(parse_attention_mode("soft"), AttentionMode::soft);
+}
+
+// The group file declares every key decoder_options_from reads, with the paper's defaults.
+TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
+  YAML::Node root;
+  root["decoder"] = YAML::LoadFile((testing::source_dir() / "configs/decoder/soft.yaml").string());
+  const auto options = decoder_options_from(Config(root));
+  EXPECT_EQ(options.embed_dim, 512);
+  EXPECT_EQ(options.hidden_dim, 512);
+  EXPECT_EQ(options.attention_kind, "additive");
+  EXPECT_EQ(options.attention_mode, AttentionMode::soft);
+  EXPECT_EQ(options.gate, Gate::scalar);
+  EXPECT_TRUE(options.deep_output);
+  EXPECT_EQ(options.vocab_size, 0);  // from the data, never the config
+  root["decoder"]["gate"] = "sometimes";
+  try {
+    decoder_options_from(Config(root));
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("decoder.gate: Unknown gate 'sometimes'", 0), 0u)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace saccade

@@ -1,0 +1,79 @@
+// Feature cache: shards split and rejoin in order, values are the f16 rounding of what was
+// written, an unfinished or inconsistent cache is a clear error.
+#include "models/feature_cache.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "test_util.h"
+
+namespace saccade {
+namespace {
+
+using saccade::testing::TempDir;
+using ::testing::HasSubstr;
+
+class FeatureCacheTest : public ::testing::Test {
+ protected:
+  FeatureCacheTest() { torch::manual_seed(0); }
+  TempDir dir_;
+};
+
+TEST_F(FeatureCacheTest, RowsSurviveShardingInOrder) {
+  const torch::Tensor all = torch::randn({11, 6, 4});  // N = 11 images, L = 6 (2x3), D = 4
+  std::vector<std::string> ids;
+  for (int i = 0; i < 11; ++i) ids.push_back("img" + std::to_string(i));
+  // 3 rows per shard (3 * 6 * 4 * 2 bytes = 144), appended in uneven batches.
+  FeatureCacheWriter writer(dir_.path(), {{"encoder.name", "small_cnn"}}, 144);
+  writer.append(all.narrow(0, 0, 2), {ids.begin(), ids.begin() + 2});
+  writer.append(all.narrow(0, 2, 7), {ids.begin() + 2, ids.begin() + 9});
+  writer.append(all.narrow(0, 9, 2), {ids.begin() + 9, ids.end()});
+  writer.finish({2, 3});
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "shard-00003.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "shard-00004.safetensors"));
+
+  const FeatureCache cache(dir_.path());
+  EXPECT_EQ(cache.size(), 11);
+  EXPECT_EQ(cache.dim(), 4);
+  EXPECT_EQ(cache.grid_size(), (std::array<int64_t, 2>{2, 3}));
+  EXPECT_EQ(cache.image_ids(), ids);
+  EXPECT_EQ(cache.description().at("encoder.name"), "small_cnn");
+  const torch::Tensor expected = all.to(torch::kHalf);
+  for (int64_t i = 0; i < 11; ++i) {
+    EXPECT_EQ(cache.get(i).scalar_type(), torch::kHalf);
+    EXPECT_TRUE(torch::equal(cache.get(i), expected[i])) << i;
+  }
+  const torch::Tensor batch = cache.batch({10, 0, 4});
+  EXPECT_EQ(batch.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(batch[0], expected[10].to(torch::kFloat)));
+  EXPECT_TRUE(torch::equal(batch[2], expected[4].to(torch::kFloat)));
+  EXPECT_THROW(cache.get(11), std::out_of_range);
+}
+
+TEST_F(FeatureCacheTest, UnfinishedOrBrokenCachesAreErrors) {
+  {
+    FeatureCacheWriter writer(dir_.path(), {}, 1);
+    writer.append(torch::randn({2, 4, 3}), {"a", "b"});  // no finish(): no manifest
+    EXPECT_THROW(writer.append(torch::randn({1, 5, 3}), {"c"}), std::invalid_argument);
+    EXPECT_THROW(writer.append(torch::randn({2, 4, 3}), {"c"}), std::invalid_argument);
+    EXPECT_THROW(writer.finish({3, 3}), std::invalid_argument);
+  }
+  try {
+    FeatureCache cache(dir_.path());
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("No finished feature cache"));
+  }
+  {
+    FeatureCacheWriter writer(dir_.path(), {}, 1);
+    writer.append(torch::randn({2, 4, 3}), {"a", "b"});
+    writer.finish({2, 2});
+  }
+  EXPECT_EQ(FeatureCache(dir_.path()).size(), 2);
+  std::filesystem::remove(dir_ / "shard-00001.safetensors");
+  EXPECT_THROW(FeatureCache cache(dir_.path()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace saccade

@@ -1,0 +1,79 @@
+// Test helpers: temp folders, files, and running the saccade binary as a user would.
+#include "test_util.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace saccade::testing {
+namespace {
+
+std::string shell_quote(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "'";
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  path_ = std::filesystem::temp_directory_path() /
+          ("saccade_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("Could not write " + path.string());
+  out << text;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("Could not read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::filesystem::path source_dir() {
+  return SACCADE_SOURCE_DIR;
+}
+
+CommandResult run_saccade(const std::vector<std::string>& args, const std::filesystem::path& working_dir) {
+  TempDir capture;
+  const auto out_path = capture / "stdout";
+  const auto err_path = capture / "stderr";
+  std::string command = "cd " + shell_quote((working_dir.empty() ? source_dir() : working_dir).string()) +
+                        " && " + shell_quote(SACCADE_BINARY);
+  for (const auto& arg : args) command += " " + shell_quote(arg);
+  command += " </dev/null >" + shell_quote(out_path.string()) + " 2>" + shell_quote(err_path.string());
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  return result;
+}
+
+}  // namespace saccade::testing
