@@ -8,6 +8,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format
   libtorch-dev libgloo-dev libopenblas0-pthread libopenblas-dev
   libopencv-dev libyaml-cpp-dev libgtest-dev libgmock-dev
+  # Reference tensors for the native ResNet/VGG agreement tests.
+  python3-torchvision
 )
 
 missing=()

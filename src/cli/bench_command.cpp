@@ -14,6 +14,7 @@ namespace saccade::cli {
 
 int bench_decoder(const Job& job);  // bench_decoder.cpp
 int bench_loader(const Job& job);   // bench_loader.cpp
+int bench_beam(const Job& job);     // bench_beam.cpp
 
 namespace {
 
@@ -43,6 +44,7 @@ const std::vector<BenchCase>& bench_cases() {
        bench_decoder},
       {"loader", "images/s: decode+resize from files, reads from the image cache, whole loader batches",
        bench_loader},
+      {"beam", "caption search ms/image: greedy and beam 1, 3, 5; one image and 32 at once", bench_beam},
   };
   return table;
 }

@@ -68,5 +68,8 @@ int run_extract(const Job& job);
 int run_score(const Job& job);
 int run_bench(const Job& job);
 int run_prepare(const Job& job);
+int run_eval(const Job& job);
+int run_caption(const Job& job);
+int run_visualize(const Job& job);
 
 }  // namespace saccade::cli

@@ -83,8 +83,7 @@ std::map<std::string, std::string> describe(const EncoderOptions& encoder, const
   };
 }
 
-int extract_images(
-    const Job& job, Encoder& encoder, const EncoderOptions& encoder_options, const ImageOptions& image) {
+int extract_images(const Job& job, const EncoderOptions& encoder_options, const ImageOptions& image) {
   const Invocation& invocation = *job.invocation;
   std::vector<std::string> arguments = {invocation.flag("--images")};
   arguments.insert(arguments.end(), invocation.positional.begin(), invocation.positional.end());
@@ -106,6 +105,9 @@ int extract_images(
     }
   }
 
+  Encoder encoder = build_encoder(encoder_options);  // after the cheap checks above
+  encoder->eval();
+  torch::InferenceMode inference;
   std::vector<std::pair<std::string, torch::Tensor>> grids;
   int64_t skipped = 0;
   ProgressBar bar(static_cast<int64_t>(paths.size()), "extract", "img");
@@ -139,7 +141,7 @@ int extract_images(
   return 0;
 }
 
-int extract_splits(const Job& job, Encoder& encoder, const EncoderOptions& encoder_options) {
+int extract_splits(const Job& job, const EncoderOptions& encoder_options) {
   const Invocation& invocation = *job.invocation;
   if (!invocation.positional.empty()) {
     throw std::invalid_argument(
@@ -149,6 +151,9 @@ int extract_splits(const Job& job, Encoder& encoder, const EncoderOptions& encod
   const Config& cfg = job.composition.config;
   DatasetOptions data = dataset_options_from(cfg);
   validate(data);
+  Encoder encoder = build_encoder(encoder_options);
+  encoder->eval();
+  torch::InferenceMode inference;
   const std::filesystem::path root = invocation.has_flag("--out")
                                          ? std::filesystem::path(invocation.flag("--out"))
                                          : data.cache_dir / "features" / encoder_options.name;
@@ -187,15 +192,13 @@ int extract_splits(const Job& job, Encoder& encoder, const EncoderOptions& encod
 int run_extract(const Job& job) {
   const Config& cfg = job.composition.config;
   const EncoderOptions encoder_options = encoder_options_from(cfg);
-  Encoder encoder = build_encoder(encoder_options);
-  encoder->eval();
-  torch::InferenceMode inference;
+  validate(encoder_options);
   if (job.invocation->has_flag("--images")) {
     ImageOptions image = image_options_from(cfg);
     validate(image);
-    return extract_images(job, encoder, encoder_options, image);
+    return extract_images(job, encoder_options, image);
   }
-  return extract_splits(job, encoder, encoder_options);
+  return extract_splits(job, encoder_options);
 }
 
 }  // namespace saccade::cli

@@ -259,7 +259,6 @@ std::string first_line(const std::string& message) {
 int main(int argc, char** argv) {
   using namespace saccade;
   using namespace saccade::cli;
-  ensure_passive_openmp(argv);
   if (argc < 2) {
     print_global_help(std::cerr);
     return kExitUsage;
@@ -279,6 +278,8 @@ int main(int argc, char** argv) {
       print_command_help(*parsed.invocation.command);
       return 0;
     }
+    // Only runs that compute pay for the second start-up.
+    if (parsed.action == Action::run) ensure_passive_openmp(argv);
     if (!parsed.invocation.command->composes_config) {
       if (parsed.invocation.command->run == nullptr) {
         std::cerr << "saccade: '" << parsed.invocation.command->name << "' is not implemented yet\n";

@@ -37,6 +37,11 @@ void print_summary(
             << (result.stopped_early ? ", stopped early" : "") << std::setprecision(4) << "\n";
   std::cout << "Validation (last epoch): BLEU-1 " << scores.bleu[0] << "  BLEU-4 " << scores.bleu[3]
             << "  ROUGE-L " << scores.rouge_l << "  CIDEr-D " << scores.cider_d << "\n";
+  if (result.test) {
+    std::cout << "Test (best checkpoint):  BLEU-1 " << result.test->bleu[0] << "  BLEU-4 "
+              << result.test->bleu[3] << "  ROUGE-L " << result.test->rouge_l << "  CIDEr-D "
+              << result.test->cider_d << "\n";
+  }
   if (result.best_metric) {
     std::cout << "Best " << options.val_metric << " " << *result.best_metric << " at epoch "
               << result.best_epoch << " -> " << (run_dir / "checkpoints" / "best").string() << "\n";

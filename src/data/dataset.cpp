@@ -60,6 +60,9 @@ CaptionDataset::CaptionDataset(
   };
   for (size_t image = 0; image < images_.size(); ++image) {
     const auto& captions = images_[image].captions;
+    if (captions.empty()) {
+      throw std::invalid_argument("CaptionDataset: image " + images_[image].image_id + " has no caption");
+    }
     if (mode_ == SampleMode::per_caption) {
       for (const auto& caption : captions) add(image, caption.words, options);
     } else {

@@ -33,13 +33,15 @@ std::string to_string(Split split);
 Split parse_split(const std::string& name);
 
 struct Sample {
-  int64_t index = 0;            // position in the dataset that produced it (the one the loader reads)
-  std::string image_id;         // evaluation id (ImageRecord::image_id)
-  torch::Tensor image;          // uint8 [H, W, 3], RGB, not normalized
-  std::vector<int64_t> tokens;  // <start> w1 .. wn <end>: the pair's caption (per_caption) or
-                                // the image's first reference (per_image, for a validation loss)
-  std::vector<std::vector<std::string>> references;  // every reference caption of the image, as words:
-                                                     // untruncated, rare words not replaced by <unk>
+  int64_t index = 0;     // position in the dataset that produced it (the one the loader reads)
+  std::string image_id;  // evaluation id (ImageRecord::image_id)
+  torch::Tensor image;   // uint8 [H, W, 3], RGB, not normalized
+  // <start> w1 .. wn <end>: the pair's caption (per_caption), or the image's first reference
+  // (per_image, so a validation loss can be computed).
+  std::vector<int64_t> tokens;
+  // Every reference caption of the image, as words: never truncated, rare words not replaced
+  // by <unk> (scores must be computed against the true references).
+  std::vector<std::vector<std::string>> references;
 };
 
 class Dataset {

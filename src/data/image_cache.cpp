@@ -39,7 +39,7 @@ uint64_t get_u64(const uint8_t* in) {
 
 }  // namespace
 
-ImageCache::ImageCache(const std::filesystem::path& path) : path_(path) {
+ImageCache::ImageCache(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error("Could not open image cache " + path.string());
   struct stat info {};

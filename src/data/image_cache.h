@@ -40,16 +40,12 @@ class ImageCache : public ImageSource {
   int64_t size() const override { return rows_; }
   torch::Tensor load(int64_t row) const override;  // a copy out of the mapping
 
-  // The settings and image list it was built with, to tell whether it is still current.
-  const ImageOptions& image_options() const { return image_; }
-  const std::vector<std::filesystem::path>& images() const { return images_; }
+  // The images left out when it was built (BadImagePolicy::skip), in image order.
   const std::vector<SkippedImage>& skipped() const { return skipped_; }
   // Whether it was built from exactly `images` with the same resize/crop/keep_aspect.
   bool matches(const std::vector<std::filesystem::path>& images, const ImageOptions& image) const;
-  const std::filesystem::path& path() const { return path_; }
 
  private:
-  std::filesystem::path path_;
   ImageOptions image_;
   std::vector<std::filesystem::path> images_;
   std::vector<SkippedImage> skipped_;

@@ -53,14 +53,19 @@ std::string sniff_format(const std::string& bytes) {
   return "";
 }
 
-// libjpeg pads a cut-off JPEG with gray and reports success, so look for the end-of-image marker
-// (FF D9) near the end; some writers leave a few bytes of padding after it.
-bool jpeg_has_end_marker(const std::string& bytes) {
-  constexpr size_t kTail = 4096;
-  const size_t from = bytes.size() > kTail ? bytes.size() - kTail : 2;
-  for (size_t i = bytes.size() - 1; i > from; --i) {
-    if (static_cast<unsigned char>(bytes[i - 1]) == 0xFF && static_cast<unsigned char>(bytes[i]) == 0xD9)
-      return true;
+// libjpeg pads a cut-off JPEG with gray and reports success, so check that an end-of-image
+// marker (FF D9) follows the last start-of-scan marker (FF DA). Compressed data never holds
+// FF DA or FF D9 (FF is stuffed as FF 00), and searching from the last scan ignores the EOI of an
+// embedded EXIF thumbnail while allowing trailing bytes some cameras append after the EOI.
+bool jpeg_is_complete(const std::string& bytes) {
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t scan = 0;
+  for (size_t i = bytes.size() - 1; i >= 2 && scan == 0; --i) {
+    if (b[i - 1] == 0xFF && b[i] == 0xDA) scan = i;
+  }
+  if (scan == 0) return false;
+  for (size_t i = scan + 1; i + 1 < bytes.size(); ++i) {
+    if (b[i] == 0xFF && b[i + 1] == 0xD9) return true;
   }
   return false;
 }
@@ -143,7 +148,7 @@ torch::Tensor decode_image(const std::filesystem::path& path) {
   problem = unsupported_format_reason(bytes);
   if (!problem.empty()) throw BadImageError(path, problem);
   const std::string format = sniff_format(bytes);
-  if (format == "jpeg" && !jpeg_has_end_marker(bytes)) {
+  if (format == "jpeg" && !jpeg_is_complete(bytes)) {
     throw BadImageError(path, "the JPEG data is truncated (no end-of-image marker)");
   }
   const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));

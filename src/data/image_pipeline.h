@@ -65,7 +65,7 @@ std::string check_image_file(const std::filesystem::path& path);
 // replicated to three channels, an alpha channel is dropped (as PIL's convert("RGB")), 16-bit
 // samples are scaled to 8 bits, EXIF orientation is ignored (as PIL and torchvision do). Throws
 // BadImageError for a missing or empty file, an unknown format, a decoding failure, or a JPEG
-// without its end-of-image marker (libjpeg would otherwise return a gray-filled image).
+// with no end-of-image marker after its last scan (libjpeg would return it gray-filled).
 torch::Tensor decode_image(const std::filesystem::path& path);
 
 // Writes uint8 [H, W, 3] RGB as PNG (compression level 6, lossless) or JPEG (quality 95), chosen

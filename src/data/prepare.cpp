@@ -231,6 +231,12 @@ std::vector<SkippedImage> PreparedDataset::skipped() const {
 PreparedDataset ensure_prepared(const DatasetOptions& options, const std::vector<Split>& splits) {
   PreparedDataset prepared;
   prepared.options = options;
+  if (options.kind != "shapes" && !std::filesystem::is_regular_file(options.split_file)) {
+    throw std::invalid_argument(
+        "The split file " + options.split_file.string() +
+        " (dataset.split_file) does not exist. HINT: datasets/README.md says where "
+        "each dataset and its split file come from");
+  }
   const CaptionCorpus corpus = read_corpus(options);
   const std::filesystem::path images_dir =
       options.kind == "coco_captions" ? std::filesystem::path() : options.images_dir;

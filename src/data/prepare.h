@@ -36,23 +36,27 @@ namespace saccade {
 struct DatasetOptions {
   std::string name = "shapes";  // display name, used in logs and results
   std::string kind = "shapes";  // how it is read: shapes | karpathy | coco_captions
-  std::filesystem::path root =
-      "datasets/shapes";  // the dataset's folder (relative: to the working directory)
-  // Karpathy split file (kind karpathy or shapes), or the split list (kind coco_captions).
+  // The dataset's folder; relative paths are relative to the working directory.
+  std::filesystem::path root = "datasets/shapes";
+  // The Karpathy split file (kinds karpathy and shapes), or the split list (kind coco_captions).
   std::filesystem::path split_file = "datasets/shapes/dataset_shapes.json";
-  std::filesystem::path images_dir = "datasets/shapes";  // image paths in the split file are relative to it
-  std::filesystem::path cache_dir = "datasets/shapes/cache";  // where the image caches go
-  // kind coco_captions: COCO captions files, and for each the folder of its images.
+  // Image paths in the split file are relative to this folder.
+  std::filesystem::path images_dir = "datasets/shapes";
+  // Where the image caches go (one file per split and image setting).
+  std::filesystem::path cache_dir = "datasets/shapes/cache";
+  // Kind coco_captions: COCO captions files, and for each the folder of its images.
   std::vector<std::filesystem::path> captions_files;
   std::vector<std::filesystem::path> captions_image_dirs;
-  std::vector<std::string> train_splits = {"train"};  // split labels that make up each split
+  // The split labels that make up each split (train: [train, restval] for COCO).
+  std::vector<std::string> train_splits = {"train"};
   std::vector<std::string> val_splits = {"val"};
   std::vector<std::string> test_splits = {"test"};
-  ImageOptions image;
-  VocabularyOptions vocabulary;
-  AugmentOptions augment;
-  ShapesWorldOptions shapes;                           // kind shapes only
-  bool cache = true;                                   // data.cache: read images from the memory-mapped cache
+  ImageOptions image;            // dataset.image.*
+  VocabularyOptions vocabulary;  // dataset.min_word_count, max_caption_length, on_long_caption
+  AugmentOptions augment;        // dataset.augment.*
+  ShapesWorldOptions shapes;     // dataset.shapes.*, kind shapes only
+  // data.cache: decode each split once into a memory-mapped cache; false = decode on every load.
+  bool cache = true;
   BadImagePolicy on_bad_image = BadImagePolicy::fail;  // data.on_bad_image
 };
 

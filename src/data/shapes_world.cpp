@@ -1,6 +1,8 @@
 // The shapes world: scene sampling, drawing, the caption grammar, and its files on disk.
 #include "data/shapes_world.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -360,6 +362,24 @@ Json box_json(const Box& box) {
        static_cast<int64_t>(box.y1)});
 }
 
+// An exclusive flock(2) on a folder, held for the object's lifetime.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::filesystem::path& folder)
+      : fd_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
+      if (fd_ >= 0) ::close(fd_);
+      throw std::runtime_error("Could not lock " + folder.string());
+    }
+  }
+  ~DirectoryLock() { ::close(fd_); }  // closing releases the lock
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 ShapesWorldOptions shapes_world_options_from(const Config& config) {
@@ -384,8 +404,8 @@ void validate(const ShapesWorldOptions& options) {
       options.image_size >= 32 && options.image_size <= 1024, "image_size must be in [32, 1024] pixels",
       options.image_size);
   check(options.train_images >= 1, "train_images must be >= 1", options.train_images);
-  check(options.val_images >= 0, "val_images must be >= 0", options.val_images);
-  check(options.test_images >= 0, "test_images must be >= 0", options.test_images);
+  check(options.val_images >= 1, "val_images must be >= 1", options.val_images);
+  check(options.test_images >= 1, "test_images must be >= 1", options.test_images);
   check(options.min_objects >= 1, "min_objects must be >= 1", options.min_objects);
   check(
       options.max_objects >= options.min_objects && options.max_objects <= 6,
@@ -515,17 +535,19 @@ void write_shapes_world(const ShapesWorldOptions& options, const std::filesystem
 }
 
 bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesystem::path& root) {
+  // Runs started together (a sweep, parallel tests) share the folder: one generates while the
+  // others wait on a lock of the parent folder, then find the world complete.
+  const std::filesystem::path parent = root.has_parent_path() ? root.parent_path() : ".";
+  std::filesystem::create_directories(parent);
+  const DirectoryLock lock(parent);
   const Json expected = manifest_json(options);
-  auto current = [&] {
-    try {
-      return read_json_file(root / kShapesManifestFile) == expected;
-    } catch (const std::exception&) {
-      return false;
-    }
-  };
   const bool ours = std::filesystem::exists(root / kShapesManifestFile);
-  if (ours && current()) return false;
   if (ours) {
+    try {
+      if (read_json_file(root / kShapesManifestFile) == expected) return false;
+    } catch (const std::exception&) {
+      // An unreadable manifest: regenerate below.
+    }
     log::warn() << root.string()
                 << " holds a shapes world made with other options or generator; regenerating it";
   } else if (std::filesystem::exists(root) && !std::filesystem::is_empty(root)) {
@@ -534,7 +556,7 @@ bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesyste
         "); set dataset.root to an empty or new folder");
   }
   const std::filesystem::path temporary =
-      root.parent_path() / (root.filename().string() + ".tmp-" + std::to_string(::getpid()));
+      parent / (root.filename().string() + ".tmp-" + std::to_string(::getpid()));
   std::filesystem::remove_all(temporary);
   try {
     write_shapes_world(options, temporary);
@@ -543,7 +565,6 @@ bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesyste
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove_all(temporary, ignored);
-    if (current()) return false;  // another process generated the same world meanwhile
     throw;
   }
   return true;

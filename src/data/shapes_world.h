@@ -46,7 +46,7 @@ namespace saccade {
 struct ShapesWorldOptions {
   uint64_t seed = 0;        // the world's own seed (independent of the training seed)
   int image_size = 64;      // pixels per side (>= 32)
-  int train_images = 4000;  // images per split; val or test may be 0, train may not
+  int train_images = 4000;  // images per split (each >= 1)
   int val_images = 500;
   int test_images = 500;
   int min_objects = 1;         // objects per image, drawn uniformly in [min_objects, max_objects]
@@ -109,7 +109,8 @@ void write_shapes_world(const ShapesWorldOptions& options, const std::filesystem
 // Generates the world at `root` unless a complete one made with the same options is there.
 // A complete world made with other options (its manifest differs) is regenerated with a
 // warning; a non-empty folder without a manifest is not ours and is an std::invalid_argument.
-// Generation goes to a temporary sibling folder renamed into place. Returns true if it generated.
+// The world is written to a temporary sibling folder and renamed into place, under an flock on
+// the parent folder, so runs started together generate it once. Returns true if it generated.
 bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesystem::path& root);
 
 // Reads shapes_truth.json. Throws std::runtime_error for a missing file, std::invalid_argument

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <map>
 #include <stdexcept>
 
 #include "io/log.h"
@@ -151,7 +150,7 @@ Vocabulary Vocabulary::load(const std::filesystem::path& path) {
 }
 
 Vocabulary build_vocabulary(const std::vector<ImageRecord>& images, int min_word_count) {
-  std::map<std::string, int64_t> counts;
+  std::unordered_map<std::string, int64_t> counts;
   int64_t occurrences = 0;
   for (const auto& image : images) {
     for (const auto& caption : image.captions) {
@@ -167,9 +166,10 @@ Vocabulary build_vocabulary(const std::vector<ImageRecord>& images, int min_word
       covered += count;
     }
   }
-  // Descending count, ties alphabetical (std::map already iterates alphabetically).
-  std::stable_sort(
-      kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  // Descending count, ties alphabetical.
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   std::vector<std::string> words;
   words.reserve(kept.size());
   for (const auto& entry : kept) words.push_back(entry.first);

@@ -2,6 +2,7 @@
 #include "models/attention.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/torch.h>
@@ -147,6 +148,7 @@ class AdditiveScoresBackward : public torch::autograd::Node {
   std::string name() const override { return "AdditiveScoresBackward"; }
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor(), torch::empty({0}, q_.options())};
     const auto grad_e = grads[0].contiguous();  // [n, L]
     const int64_t n = q_.size(0), L = grad_e.size(1), A = q_.size(1);
     const auto keys = keys_.value().narrow(0, 0, n).contiguous();                              // [n, L, A]
@@ -184,6 +186,7 @@ class AdditiveScoresBackward : public torch::autograd::Node {
 // w's gradient, adding up the keys' gradients of all steps). Here forward makes one pass and
 // keeps nothing, backward one more, adding into the keys' shared gradient in place.
 torch::Tensor additive_scores(const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w) {
+  RECORD_FUNCTION("saccade::additive_scores", std::vector<c10::IValue>({q}));  // named in profiles
   const int64_t n = q.size(0), L = keys.value().size(1), A = keys.value().size(2);
   const auto k = keys.value().narrow(0, 0, n).contiguous();  // [n, L, A]
   const auto q_values = q.detach().contiguous();             // [n, A]
@@ -208,6 +211,95 @@ torch::Tensor additive_scores(const TimeSharedTensor& keys, const torch::Tensor&
   return e;
 }
 
+// z = sum_l alpha[l] v[l, :] for one (image, head): v [L, Dv] -> z [Dv]. Four rows per pass over z
+// keep its loads and stores a quarter of v's.
+template <typename T>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void expected_value_row(
+    const T* __restrict alpha, const T* __restrict v, T* __restrict z, int64_t L, int64_t Dv) {
+  for (int64_t d = 0; d < Dv; ++d) z[d] = 0;
+  int64_t l = 0;
+  for (; l + 4 <= L; l += 4) {
+    const T a0 = alpha[l], a1 = alpha[l + 1], a2 = alpha[l + 2], a3 = alpha[l + 3];
+    const T *r0 = v + l * Dv, *r1 = r0 + Dv, *r2 = r1 + Dv, *r3 = r2 + Dv;
+    for (int64_t d = 0; d < Dv; ++d) z[d] += a0 * r0[d] + a1 * r1[d] + a2 * r2[d] + a3 * r3[d];
+  }
+  for (; l < L; ++l) {
+    const T a = alpha[l];
+    const T* row = v + l * Dv;
+    for (int64_t d = 0; d < Dv; ++d) z[d] += a * row[d];
+  }
+}
+
+// The gradient of alpha: grad_alpha[l] = g . v[l, :] for one (image, head), with sixteen partial
+// sums so the dot product vectorizes.
+template <typename T>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void expected_value_grad_alpha_row(
+    const T* __restrict g, const T* __restrict v, T* __restrict grad_alpha, int64_t L, int64_t Dv) {
+  constexpr int64_t kLanes = 16;
+  for (int64_t l = 0; l < L; ++l) {
+    const T* row = v + l * Dv;
+    T lanes[kLanes] = {};
+    int64_t d = 0;
+    for (; d + kLanes <= Dv; d += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) lanes[j] += g[d + j] * row[d + j];
+    }
+    T sum = 0;
+    for (; d < Dv; ++d) sum += g[d] * row[d];
+    for (int64_t j = 0; j < kLanes; ++j) sum += lanes[j];
+    grad_alpha[l] = sum;
+  }
+}
+
+// The soft context z = sum_l alpha_l v_l (eq. 13) per image and head. ATen's bmm runs this as one
+// single-row GEMM per image, one after another; these loops split the images over the threads
+// and read the [B, L, D] values once per pass.
+class ExpectedValue : public torch::autograd::Function<ExpectedValue> {
+ public:
+  // alpha [B, N, L], values [B, N, L, Dv] -> [B, N, Dv]
+  static torch::Tensor forward(
+      torch::autograd::AutogradContext* ctx, const torch::Tensor& alpha, const torch::Tensor& values) {
+    RECORD_FUNCTION("saccade::expected_value", std::vector<c10::IValue>({alpha}));  // named in profiles
+    const int64_t rows = alpha.size(0) * alpha.size(1), L = values.size(2), Dv = values.size(3);
+    const auto a = alpha.contiguous(), v = values.contiguous();
+    auto z = torch::empty({alpha.size(0), alpha.size(1), Dv}, values.options());  // [B, N, Dv]
+    AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "expected_value", [&] {
+      const scalar_t* ap = a.data_ptr<scalar_t>();
+      const scalar_t* vp = v.data_ptr<scalar_t>();
+      scalar_t* zp = z.data_ptr<scalar_t>();
+      at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+          expected_value_row(ap + r * L, vp + r * L * Dv, zp + r * Dv, L, Dv);
+      });
+    });
+    ctx->save_for_backward({a, v});
+    return z;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& alpha = saved[0];          // [B, N, L]
+    const auto& values = saved[1];         // [B, N, L, Dv]
+    const auto g = grads[0].contiguous();  // [B, N, Dv]
+    const int64_t rows = alpha.size(0) * alpha.size(1), L = values.size(2), Dv = values.size(3);
+    torch::Tensor grad_alpha, grad_values;
+    if (ctx->needs_input_grad(0)) {
+      grad_alpha = torch::empty_like(alpha);  // [B, N, L]
+      AT_DISPATCH_FLOATING_TYPES(values.scalar_type(), "expected_value_backward", [&] {
+        const scalar_t* gp = g.data_ptr<scalar_t>();
+        const scalar_t* vp = values.data_ptr<scalar_t>();
+        scalar_t* ga = grad_alpha.data_ptr<scalar_t>();
+        at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r)
+            expected_value_grad_alpha_row(gp + r * Dv, vp + r * L * Dv, ga + r * L, L, Dv);
+        });
+      });
+    }
+    if (ctx->needs_input_grad(1)) grad_values = alpha.unsqueeze(-1) * g.unsqueeze(-2);  // [B, N, L, Dv]
+    return {grad_alpha, grad_values};
+  }
+};
+
 }  // namespace
 
 void validate(const AttentionOptions& options) {
@@ -229,7 +321,7 @@ void validate(const AttentionOptions& options) {
 AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
   return {
       keys.index_select(0, index), values.index_select(0, index),
-      mask.defined() ? mask.index_select(0, index) : torch::Tensor()};
+      mask.defined() ? mask.index_select(0, index) : torch::Tensor(), nullptr};
 }
 
 AttentionMemory AttentionMemory::head(int64_t n) const {
@@ -239,8 +331,7 @@ AttentionMemory AttentionMemory::head(int64_t n) const {
 }
 
 torch::Tensor SoftContextReader::read(const torch::Tensor& alpha, const torch::Tensor& values) const {
-  // eq. 13: z = sum_i alpha_i a_i, as one batched product per head.
-  return torch::matmul(alpha.unsqueeze(-2), values).squeeze(-2);  // [B, N, Dv]
+  return ExpectedValue::apply(alpha, values);  // [B, N, Dv]  eq. 13
 }
 
 const ContextReader& soft_context_reader() {
@@ -311,7 +402,7 @@ DotAttentionImpl::DotAttentionImpl(const AttentionOptions& options)
 
 AttentionMemory DotAttentionImpl::remember(const torch::Tensor& annotations, const torch::Tensor& mask) {
   const auto valid = checked_mask(annotations, mask, options_.annotation_dim);
-  return {key(annotations), annotations.unsqueeze(1), valid};  // keys [B, L, A], values [B, 1, L, D]
+  return {key(annotations), annotations.unsqueeze(1), valid, nullptr};  // keys [B, L, A], values [B, 1, L, D]
 }
 
 torch::Tensor DotAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
@@ -327,7 +418,9 @@ GeneralAttentionImpl::GeneralAttentionImpl(const AttentionOptions& options) : At
 
 AttentionMemory GeneralAttentionImpl::remember(const torch::Tensor& annotations, const torch::Tensor& mask) {
   const auto valid = checked_mask(annotations, mask, options_.annotation_dim);
-  return {key(annotations), annotations.unsqueeze(1), valid};  // keys [B, L, H] = W a_i, values [B, 1, L, D]
+  return {
+      key(annotations), annotations.unsqueeze(1), valid,
+      nullptr};  // keys [B, L, H] = W a_i, values [B, 1, L, D]
 }
 
 torch::Tensor GeneralAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
@@ -349,7 +442,7 @@ AttentionMemory MultiheadAttentionImpl::remember(
   const auto split = [&](const torch::Tensor& x) {
     return x.view({batch, locations, heads, head_dim}).transpose(1, 2).contiguous();  // [B, N, L, K]
   };
-  return {split(key(annotations)), split(value(annotations)), valid};
+  return {split(key(annotations)), split(value(annotations)), valid, nullptr};
 }
 
 torch::Tensor MultiheadAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {

@@ -1,6 +1,6 @@
 // Attention over the annotation grid: the kinds the seed papers use, behind one interface.
 //
-//   AttentionOptions options;            // kind "additive", D=2048, H=512, A=512
+//   AttentionOptions options;            // additive, D = H = A = 512
 //   Attention attention = build_attention(options);
 //   AttentionMemory memory = attention->remember(annotations);   // once per image: [B, L, D]
 //   for (t ...) {
@@ -54,7 +54,7 @@ struct AttentionOptions {
   // A: the space scores are computed in (additive: the MLP's hidden size; dot, scaled_dot,
   // multihead: the projected key/query size). Unused by general, which scores in the H space.
   int64_t dim = 512;
-  // N: number of heads for multihead (must divide dim); must be 1 for the other kinds.
+  // N: number of heads for multihead (must divide dim); ignored by the other kinds.
   int64_t heads = 1;
 };
 

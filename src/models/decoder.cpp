@@ -109,14 +109,13 @@ DecoderState DecoderState::index_select(const torch::Tensor& index) const {
 // The weights every step uses, prepared once per call so the loop only multiplies. The two
 // per-step products use TimeSharedWeight: their weight gradients are one GEMM each after the loop.
 struct AttentionLSTMDecoderImpl::Recurrence {
-  TimeSharedWeight h_weight;  // [H, Q + G + 4H]: attention query | gate | LSTM U, transposed
-  TimeSharedWeight z_weight;  // [D, 4H]: LSTM input weights of beta z, transposed
-  torch::Tensor query_bias;   // [Q] or undefined
-  torch::Tensor gate_bias;    // [G] or undefined
-  torch::Tensor x_weight;     // [E, 4H]: LSTM input weights of E y_{t-1}, transposed
-  torch::Tensor x_bias;       // [4H]: both LSTM biases
-  int64_t query_size = 0;     // Q; 0 when the query is h itself
-  int64_t gate_size = 0;      // G; 0 without a gate
+  TimeSharedWeight h_weight;      // [H, Q + G + 4H]: attention query | gate | LSTM U, transposed
+  TimeSharedWeight input_weight;  // [E + D, 4H]: LSTM W for [E y_{t-1}; beta z], transposed
+  torch::Tensor query_bias;       // [Q] or undefined
+  torch::Tensor gate_bias;        // [G] or undefined
+  torch::Tensor input_bias;       // [4H]: both LSTM biases
+  int64_t query_size = 0;         // Q; 0 when the query is h itself
+  int64_t gate_size = 0;          // G; 0 without a gate
 };
 
 struct AttentionLSTMDecoderImpl::CellOutput {
@@ -151,21 +150,33 @@ AttentionLSTMDecoderImpl::AttentionLSTMDecoderImpl(const DecoderOptions& options
 }
 
 AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::recurrence() const {
-  const int64_t E = options_.embed_dim, D = options_.annotation_dim;
   std::vector<torch::Tensor> h_weights;
   const auto query_weight = attention->query_weight();
   if (query_weight.defined()) h_weights.push_back(query_weight);
   if (gate) h_weights.push_back(gate->weight);
   h_weights.push_back(lstm->weight_hh);
   return {
-      TimeSharedWeight(torch::cat(h_weights).t()),            // [H, Q + G + 4H]
-      TimeSharedWeight(lstm->weight_ih.narrow(1, E, D).t()),  // [D, 4H]
-      attention->query_bias(),                                // [Q]
-      gate ? gate->bias : torch::Tensor(),                    // [G]
-      lstm->weight_ih.narrow(1, 0, E).t(),                    // [E, 4H]
-      lstm->bias_ih + lstm->bias_hh,                          // [4H]
+      TimeSharedWeight(torch::cat(h_weights).t()),  // [H, Q + G + 4H]
+      TimeSharedWeight(lstm->weight_ih.t()),        // [E + D, 4H]
+      attention->query_bias(),                      // [Q]
+      gate ? gate->bias : torch::Tensor(),          // [G]
+      lstm->bias_ih + lstm->bias_hh,                // [4H]
       query_weight.defined() ? query_weight.size(0) : 0,
       gate ? gate->weight.size(0) : 0};
+}
+
+AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::step_recurrence() {
+  if (torch::GradMode::is_enabled()) return recurrence();
+  std::vector<int64_t> key;
+  for (const auto& parameter : parameters()) {
+    key.push_back(reinterpret_cast<intptr_t>(parameter.data_ptr()));
+    key.push_back(static_cast<int64_t>(parameter._version()));
+  }
+  if (!step_weights_ || key != step_weights_key_) {
+    step_weights_ = std::make_shared<Recurrence>(recurrence());
+    step_weights_key_ = std::move(key);
+  }
+  return *step_weights_;
 }
 
 AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
@@ -175,20 +186,21 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
     const torch::Tensor& h,
     const torch::Tensor& c) {
   const int64_t Q = w.query_size, G = w.gate_size, H = options_.hidden_dim;
-  const auto hh = w.h_weight.multiply(h);                            // [n, Q + G + 4H]
-  auto query = Q > 0 ? hh.narrow(1, 0, Q) : h;                       // [n, Q]
-  if (w.query_bias.defined()) query = query + w.query_bias;          // [n, Q]
-  const auto attended = attention->attend(memory, query, *reader_);  // eq. 4-6
+  // One product for every map of h_{t-1}, split in one autograd node: query | gate | U h.
+  const auto parts = w.h_weight.multiply(h).split_with_sizes({Q, G, 4 * H}, 1);  // [n, Q], [n, G], [n, 4H]
+  auto query = Q > 0 ? parts[0] : h;                                             // [n, Q]
+  if (w.query_bias.defined()) query = query + w.query_bias;                      // [n, Q]
+  const auto attended = attention->attend(memory, query, *reader_);              // eq. 4-6
   CellOutput out;
   out.alpha = attended.alpha;      // [n, L] or [n, N, L]
   out.context = attended.context;  // [n, D]
   if (G > 0) {
-    out.gate = torch::sigmoid(hh.narrow(1, Q, G) + w.gate_bias);  // [n, G]  beta
-    out.context = out.gate * out.context;                         // [n, D]
+    out.gate = torch::sigmoid(parts[1] + w.gate_bias);  // [n, G]  beta
+    out.context = out.gate * out.context;               // [n, D]
   }
   const auto gates =
-      x_gates + hh.narrow(1, Q + G, 4 * H) + w.z_weight.multiply(out.context);  // [n, 4H] eq. 1
-  const auto chunks = gates.chunk(4, 1);                                        // i, f, g, o: [n, H] each
+      x_gates + parts[2] + w.input_weight.multiply(out.context, options_.embed_dim);  // [n, 4H] eq. 1
+  const auto chunks = gates.chunk(4, 1);  // i, f, g, o: [n, H] each
   out.c = torch::sigmoid(chunks[1]) * c + torch::sigmoid(chunks[0]) * torch::tanh(chunks[2]);  // [n, H] eq. 2
   out.h = torch::sigmoid(chunks[3]) * torch::tanh(out.c);                                      // [n, H] eq. 3
   return out;
@@ -262,7 +274,7 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   Recurrence w = recurrence();
   const auto emb = embedding(sorted(tokens).t());  // [T, B, E]  E y_{t-1}
   const auto x_gates =
-      torch::addmm(w.x_bias, emb.reshape({T * B, E}), w.x_weight).view({T, B, 4 * H});  // [T, B, 4H]
+      (w.input_weight.multiply(emb.reshape({T * B, E})) + w.input_bias).view({T, B, 4 * H});  // [T, B, 4H]
   const auto x_steps = x_gates.unbind(0);  // T x [B, 4H]; one autograd node for all steps
 
   // The recurrence over a shrinking prefix of rows; step t's n_t rows are appended to the packed
@@ -330,9 +342,9 @@ DecoderStep AttentionLSTMDecoderImpl::step(const DecoderState& state, const torc
         "step expects previous tokens [" + std::to_string(state.h.size(0)) + "], got " +
         c10::str(prev_tokens.sizes()));
   }
-  Recurrence w = recurrence();
-  const auto emb = embedding(prev_tokens);                       // [B, E]
-  const auto x_gates = torch::addmm(w.x_bias, emb, w.x_weight);  // [B, 4H]
+  Recurrence w = step_recurrence();
+  const auto emb = embedding(prev_tokens);                           // [B, E]
+  const auto x_gates = w.input_weight.multiply(emb) + w.input_bias;  // [B, 4H]
   auto out = cell(w, state.memory, x_gates, state.h, state.c);
   return {
       readout(out.h, out.context, emb), out.alpha, out.gate, {out.h, out.c, state.memory}};  // logits [B, V]

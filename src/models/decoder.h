@@ -33,8 +33,9 @@
 // layer (one GEMM over all real steps after the loop). Inside the loop, the maps of h_{t-1}
 // (attention query, gate, LSTM recurrence) are one GEMM and the context side of the LSTM input
 // another; the weight gradients of both are one GEMM each after the backward pass through time
-// (TimeSharedWeight), not 2T thin ones. Captions of different lengths shrink the active batch step
-// by step: rows are sorted by length (longest first) and step t runs only the rows still active.
+// (TimeSharedWeight), not 2T thin ones. The additive attention and the soft read are fused kernels
+// (attention.cpp). Captions of different lengths shrink the active batch step by step: rows are
+// sorted by length (longest first) and step t runs only the rows still active.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -45,6 +46,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/attention.h"
 
@@ -178,6 +180,9 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
 
   // The per-step weights, fused once per call: the maps of h_{t-1} stacked into one matrix.
   Recurrence recurrence() const;
+  // recurrence() for step(): without autograd (decoding, one call per word) the fused weights are
+  // kept between calls while no parameter changed. Not thread-safe.
+  Recurrence step_recurrence();
   // One step for the first n rows of h, c and memory: attention, gate, LSTM.
   CellOutput cell(
       Recurrence& weights,
@@ -190,6 +195,8 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
 
   DecoderOptions options_;
   std::shared_ptr<const ContextReader> reader_;
+  std::shared_ptr<Recurrence> step_weights_;  // step_recurrence()'s cache
+  std::vector<int64_t> step_weights_key_;     // data pointers and versions of the parameters
 };
 TORCH_MODULE(AttentionLSTMDecoder);
 

@@ -6,6 +6,8 @@
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/torch.h>
 
+#include <map>
+
 namespace saccade {
 namespace {
 
@@ -18,32 +20,48 @@ class WeightGrad : public torch::autograd::Node {
   std::string name() const override { return "TimeSharedWeightBackward"; }
 
   variable_list apply(variable_list&& /*token_grads*/) override {
-    std::vector<torch::Tensor> inputs, grads;
+    // The steps the loss depends on, grouped by the block of rows they multiply.
+    std::map<int64_t, std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>>> blocks;
     for (size_t t = 0; t < steps_->grads.size(); ++t) {
-      if (!steps_->grads[t].defined()) continue;  // a step the loss does not depend on
-      inputs.push_back(steps_->inputs[t]);
-      grads.push_back(steps_->grads[t]);
+      if (!steps_->grads[t].defined()) continue;
+      blocks[steps_->rows[t]].first.push_back(steps_->inputs[t]);
+      blocks[steps_->rows[t]].second.push_back(steps_->grads[t]);
       steps_->grads[t] = torch::Tensor();
     }
-    if (inputs.empty()) return {torch::zeros_like(steps_->weight)};
-    return {torch::mm(torch::cat(inputs).t(), torch::cat(grads))};  // [K, M] = X^T G
+    // Built in the weight's own memory layout: for a transposed view (W = V^T) the gradient is
+    // the transpose of a contiguous [M, K], so no transposing copy follows it.
+    const auto& weight = steps_->weight;  // [K, M]
+    const int64_t K = weight.size(0), M = weight.size(1);
+    const bool transposed = !weight.is_contiguous() && weight.t().is_contiguous();
+    auto grad =
+        torch::zeros(transposed ? std::vector<int64_t>{M, K} : std::vector<int64_t>{K, M}, weight.options());
+    for (const auto& [row, block] : blocks) {
+      const auto x = torch::cat(block.first), g = torch::cat(block.second);  // [N, k], [N, M]
+      if (transposed) {
+        grad.narrow(1, row, x.size(1)).addmm_(g.t(), x);  // [M, k] += G^T X
+      } else {
+        grad.narrow(0, row, x.size(1)).addmm_(x.t(), g);  // [k, M] += X^T G
+      }
+    }
+    return {transposed ? grad.t() : grad};  // [K, M]
   }
 
  private:
   std::shared_ptr<TimeSharedWeight::Steps> steps_;
 };
 
-// One step of a TimeSharedWeight: dx = g W^T now, g kept for WeightGrad.
+// One step of a TimeSharedWeight: dx = g W[rows]^T now, g kept for WeightGrad.
 class StepGrad : public torch::autograd::Node {
  public:
-  StepGrad(std::shared_ptr<TimeSharedWeight::Steps> steps, size_t step)
-      : steps_(std::move(steps)), step_(step) {}
+  StepGrad(std::shared_ptr<TimeSharedWeight::Steps> steps, size_t step, int64_t row, int64_t width)
+      : steps_(std::move(steps)), step_(step), row_(row), width_(width) {}
   std::string name() const override { return "TimeSharedWeightStepBackward"; }
 
   variable_list apply(variable_list&& grads) override {
     const auto& grad = grads[0];  // [n, M]
     torch::Tensor grad_x;
-    if (should_compute_output(0)) grad_x = torch::mm(grad, steps_->weight.t());  // [n, K]
+    if (should_compute_output(0))
+      grad_x = torch::mm(grad, steps_->weight.narrow(0, row_, width_).t());  // [n, k]
     if (should_compute_output(1)) steps_->grads[step_] = grad;
     return {grad_x, torch::empty({0}, grad.options())};
   }
@@ -51,6 +69,7 @@ class StepGrad : public torch::autograd::Node {
  private:
   std::shared_ptr<TimeSharedWeight::Steps> steps_;
   size_t step_;
+  int64_t row_, width_;  // the block of W's rows this step multiplies
 };
 
 // The token's node of a TimeSharedTensor: hands over the accumulated gradient.
@@ -90,14 +109,17 @@ TimeSharedWeight::TimeSharedWeight(const torch::Tensor& weight) : steps_(std::ma
   token_ = make_token(weight, node);
 }
 
-torch::Tensor TimeSharedWeight::multiply(const torch::Tensor& x) {
-  auto y = torch::mm(x.detach(), steps_->weight);  // [n, M]
+torch::Tensor TimeSharedWeight::multiply(const torch::Tensor& x, int64_t row) {
+  const int64_t width = x.size(1);
+  TORCH_CHECK(row >= 0 && row + width <= steps_->weight.size(0), "TimeSharedWeight: rows out of range");
+  auto y = torch::mm(x.detach(), steps_->weight.narrow(0, row, width));  // [n, M]
   if (torch::autograd::compute_requires_grad(x, token_)) {
-    auto node =
-        std::shared_ptr<StepGrad>(new StepGrad(steps_, steps_->inputs.size()), torch::autograd::deleteNode);
+    auto node = std::shared_ptr<StepGrad>(
+        new StepGrad(steps_, steps_->grads.size(), row, width), torch::autograd::deleteNode);
     node->set_next_edges(torch::autograd::collect_next_edges(x, token_));
     torch::autograd::set_history(y, node);
     steps_->inputs.push_back(token_.requires_grad() ? x.detach() : torch::Tensor());
+    steps_->rows.push_back(row);
     steps_->grads.emplace_back();
   }
   return y;

@@ -26,17 +26,21 @@
 namespace saccade {
 
 // x_t W with dW = sum_t x_t^T g_t computed as one GEMM, X^T G, after the last step's backward.
+// A product may use a block of W's rows (an LSTM's input weight multiplies the word embedding in
+// one product and the context in another); each block's gradient is one GEMM, all written into
+// one gradient for W.
 class TimeSharedWeight {
  public:
   explicit TimeSharedWeight(const torch::Tensor& weight);
 
-  // x [n, K] -> x W [n, M], differentiable in x and (deferred) in W.
-  torch::Tensor multiply(const torch::Tensor& x);
+  // x [n, k] -> x W[row : row + k] [n, M], differentiable in x and (deferred) in W.
+  torch::Tensor multiply(const torch::Tensor& x, int64_t row = 0);
 
   // What the backward nodes share: W, the inputs x_t and, during backward, the g_t.
   struct Steps {
     torch::Tensor weight;               // [K, M] detached
-    std::vector<torch::Tensor> inputs;  // x_t [n_t, K], detached
+    std::vector<torch::Tensor> inputs;  // x_t [n_t, k_t], detached
+    std::vector<int64_t> rows;          // the first row of W that x_t multiplies
     std::vector<torch::Tensor> grads;   // g_t [n_t, M]; undefined until step t's backward ran
   };
 

@@ -19,6 +19,7 @@
 #include "io/metrics_csv.h"
 #include "io/progress.h"
 #include "models/captioner.h"
+#include "models/feature_cache.h"
 #include "train/checkpoint.h"
 
 namespace saccade {
@@ -84,6 +85,41 @@ void set_learning_rates(torch::optim::Optimizer& optimizer, const TrainState& st
   if (groups.size() > 1) groups[1].options().set_lr(state.encoder_learning_rate);
 }
 
+// The annotations of a batch: from the feature cache when there is one (rows = the batch's
+// images within the split), else by running the encoder on the batch's images.
+torch::Tensor annotations_of(
+    CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features) {
+  if (features == nullptr) return model.encode(batch.images);  // [B, L, D]
+  std::vector<int64_t> rows;
+  for (const int64_t index : batch.indices) rows.push_back(dataset.image_of(index));
+  return features->batch(rows);  // [B, L, D]
+}
+
+// The feature cache of one split, checked against the split's images and the configured encoder.
+std::unique_ptr<FeatureCache> open_features(
+    const std::filesystem::path& root,
+    Split split,
+    const PreparedSplit& images,
+    const EncoderOptions& encoder) {
+  const auto dir = root / to_string(split);
+  auto cache = std::make_unique<FeatureCache>(dir);
+  const auto& ids = cache->image_ids();
+  bool same_images = ids.size() == images.images.size();
+  for (size_t i = 0; same_images && i < ids.size(); ++i) same_images = ids[i] == images.images[i].image_id;
+  if (!same_images) {
+    throw std::invalid_argument(
+        "Feature cache " + dir.string() + " holds other images than the " + to_string(split) +
+        " split. HINT: rerun saccade extract with this dataset config");
+  }
+  const auto name = cache->description().find("encoder.name");
+  if (name != cache->description().end() && name->second != encoder.name) {
+    throw std::invalid_argument(
+        "Feature cache " + dir.string() + " was extracted with encoder " + name->second + ", not " +
+        encoder.name);
+  }
+  return cache;
+}
+
 // Greedy captions for the images of `loader`'s dataset (at most max_images; 0 = all).
 struct Decoded {
   std::map<std::string, std::vector<std::string>> references;  // raw text per image id
@@ -94,6 +130,7 @@ struct Decoded {
 Decoded decode_split(
     CaptionerImpl& model,
     Loader& loader,
+    const FeatureCache* features,
     const Vocabulary& vocabulary,
     const TrainOptions& options,
     int64_t max_images) {
@@ -107,7 +144,9 @@ Decoded decode_split(
   Decoded decoded;
   loader.start_epoch(0);
   while (std::optional<Batch> batch = loader.next()) {
-    const auto captions = greedy_search(*model.decoder, model.encode(batch->images), search);
+    const auto& dataset = static_cast<const CaptionDataset&>(loader.dataset());
+    const auto captions =
+        greedy_search(*model.decoder, annotations_of(model, *batch, dataset, features), search);
     for (int64_t b = 0; b < batch->size(); ++b) {
       if (max_images > 0 && static_cast<int64_t>(decoded.in_order.size()) >= max_images) break;
       SampleCaption sample;
@@ -162,6 +201,7 @@ TrainOptions train_options_from(const Config& config) {
   options.max_length = config.get<int64_t>("train.max_length");
   options.sample_captions = config.get<int64_t>("train.sample_captions");
   if (auto resume = config.get_optional<std::string>("train.resume")) options.resume = *resume;
+  if (auto features = config.get_optional<std::string>("train.features")) options.features = *features;
   options.seed = static_cast<uint64_t>(config.get<int64_t>("seed"));
   return options;
 }
@@ -233,6 +273,21 @@ TrainResult train_captioner(const TrainerSetup& setup) {
                 << state.step << ")";
   }
 
+  std::unique_ptr<FeatureCache> train_features, val_features, test_features;
+  if (options.features) {
+    if (setup.encoder.trainable_blocks != 0) {
+      throw std::invalid_argument(
+          "train.features needs a frozen encoder (encoder.trainable_blocks=0): cached annotations cannot be "
+          "fine-tuned");
+    }
+    train_features = open_features(*options.features, Split::train, data.train, setup.encoder);
+    val_features = open_features(*options.features, Split::val, data.val, setup.encoder);
+    if (!data.test.images.empty())
+      test_features = open_features(*options.features, Split::test, data.test, setup.encoder);
+    log::info() << "Annotations from the feature cache " << options.features->string()
+                << ": the encoder does not run";
+  }
+
   Loader train_loader(
       train_set, setup.train_loader, setup.dataset.image,
       make_augmentation(setup.dataset.augment, vocabulary));
@@ -256,10 +311,11 @@ TrainResult train_captioner(const TrainerSetup& setup) {
       std::optional<Batch> batch = train_loader.next();
       if (!batch) break;
       // Inputs are <start> w1 .. wn, targets w1 .. wn <end>: the same row shifted by one.
-      const auto inputs = batch->tokens.slice(1, 0, -1);  // [B, T-1]
-      const auto targets = batch->tokens.slice(1, 1);     // [B, T-1]
-      const auto steps = batch->lengths - 1;              // [B]
-      const DecoderOutput output = model->forward(batch->images, inputs, steps);
+      const auto inputs = batch->tokens.slice(1, 0, -1);                                          // [B, T-1]
+      const auto targets = batch->tokens.slice(1, 1);                                             // [B, T-1]
+      const auto steps = batch->lengths - 1;                                                      // [B]
+      const auto annotations = annotations_of(*model, *batch, *train_set, train_features.get());  // [B, L, D]
+      const DecoderOutput output = model->decoder->forward(annotations, inputs, steps);
       const SoftAttentionLoss loss = soft_attention_loss(
           output.logits, targets, steps, output.alphas, options.alpha_reg, options.xent_reduction);
       const double loss_value = loss.total.item<double>();
@@ -291,7 +347,8 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     }
     progress.finish();
 
-    const Decoded decoded = decode_split(*model, val_loader, vocabulary, options, options.val_max_images);
+    const Decoded decoded =
+        decode_split(*model, val_loader, val_features.get(), vocabulary, options, options.val_max_images);
     result.last_validation = score_captions(decoded.references, decoded.candidates, setup.scores);
     const double metric = metric_value(result.last_validation, options.val_metric);
     auto row = score_row(result.last_validation);
@@ -347,10 +404,21 @@ TrainResult train_captioner(const TrainerSetup& setup) {
   result.steps = state.step;
   result.best_metric = state.best_metric;
   result.best_epoch = state.best_epoch;
-  if (options.sample_captions > 0 && test_set->size() > 0 && std::filesystem::exists(checkpoints / "best")) {
+  if (test_set->size() > 0 && std::filesystem::exists(checkpoints / "best")) {
     load_checkpoint(checkpoints / "best", *model, nullptr);
     Loader test_loader(test_set, setup.eval_loader, setup.dataset.image);
-    result.samples = decode_split(*model, test_loader, vocabulary, options, options.sample_captions).in_order;
+    Decoded decoded = decode_split(*model, test_loader, test_features.get(), vocabulary, options, 0);
+    result.test = score_captions(decoded.references, decoded.candidates, setup.scores);
+    auto row = score_row(*result.test);
+    row["kind"] = "test";
+    row["epoch"] = std::to_string(state.best_epoch);
+    row["step"] = std::to_string(state.step);
+    csv.write(row);
+    log::info() << "test (best checkpoint, epoch " << state.best_epoch << "): BLEU-4 " << result.test->bleu[3]
+                << ", CIDEr-D " << result.test->cider_d << " (" << decoded.in_order.size() << " images)";
+    const auto count =
+        std::min<size_t>(decoded.in_order.size(), static_cast<size_t>(options.sample_captions));
+    result.samples.assign(decoded.in_order.begin(), decoded.in_order.begin() + count);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;

@@ -55,7 +55,10 @@ struct TrainOptions {
   int64_t max_length = 20;              // longest caption decoded at validation (words)
   int64_t sample_captions = 5;          // test images captioned in the final summary; 0 = none
   std::optional<std::filesystem::path> resume;  // a run folder whose checkpoints/last to continue
-  uint64_t seed = 0;                            // the root `seed`
+  // A folder written by `saccade extract` (train/, val/, test/ feature caches): the decoder
+  // trains on these annotations and the frozen encoder never runs. nullopt = run the encoder.
+  std::optional<std::filesystem::path> features;
+  uint64_t seed = 0;  // the root `seed`
 };
 
 // Reads train.* and the root `seed`. Throws ConfigError for missing or ill-typed keys.
@@ -90,6 +93,7 @@ struct TrainResult {
   std::optional<double> best_metric;  // of TrainOptions::val_metric
   int64_t best_epoch = 0;
   CaptionScores last_validation;       // scores of the last epoch's validation
+  std::optional<CaptionScores> test;   // the best checkpoint on the whole test split (if any)
   std::vector<SampleCaption> samples;  // the first test images captioned by the best model
   int64_t skipped_images = 0;          // images left out under data.on_bad_image: skip
   double seconds = 0.0;

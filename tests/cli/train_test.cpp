@@ -77,6 +77,10 @@ TEST(Train, SmokeRunWritesMetricsCheckpointsAndSummary) {
     EXPECT_LE(bleu4, 1.0);
   }
   EXPECT_EQ(validations, 2);
+  int tests = 0;
+  for (const auto& row : rows) tests += row.at("kind") == "test" ? 1 : 0;
+  EXPECT_EQ(tests, 1);
+  EXPECT_NE(result.out.find("Test (best checkpoint):  BLEU-1"), std::string::npos) << result.out;
   EXPECT_FALSE(train_losses(run).empty());
   for (const char* which : {"best", "last"}) {
     for (const char* file :
@@ -139,6 +143,24 @@ TEST(Train, BadTrainOptionIsConfigError) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("train.optimizer must be adam or rmsprop, got 'sgd'"), std::string::npos)
       << result.err;
+}
+
+TEST(Train, FrozenEncoderTrainsFromExtractedFeatures) {
+  TempDir work;
+  const auto extracted = run_saccade(
+      {"extract", "-cp", configs().string(), "experiment=smoke", "encoder.trainable_blocks=0", "--out",
+       "features"},
+      work.path());
+  ASSERT_EQ(extracted.exit_code, 0) << extracted.err;
+  const auto result =
+      train_smoke(work.path(), {"encoder.trainable_blocks=0", "train.epochs=1", "train.features=features"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("Annotations from the feature cache"), std::string::npos) << result.err;
+  EXPECT_FALSE(train_losses(only_run(work.path())).empty());
+
+  const auto trainable = train_smoke(work.path(), {"train.features=features"});
+  EXPECT_EQ(trainable.exit_code, 2);
+  EXPECT_NE(trainable.err.find("train.features needs a frozen encoder"), std::string::npos) << trainable.err;
 }
 
 }  // namespace

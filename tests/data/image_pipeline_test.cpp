@@ -186,8 +186,12 @@ TEST(ImagePipeline, BadFilesAreNamedWithTheReason) {
   const std::string jpeg = read_file(dir / "whole.jpg");
   write_file(dir / "cut.jpg", jpeg.substr(0, jpeg.size() / 2));
   EXPECT_EQ(decode_reason(dir / "cut.jpg"), "the JPEG data is truncated (no end-of-image marker)");
-  write_file(dir / "garbage.jpg", "\xFF\xD8\xFF" + std::string(200, 'x') + "\xFF\xD9");
+  write_file(dir / "garbage.jpg", "\xFF\xD8\xFF\xFF\xDA" + std::string(200, 'x') + "\xFF\xD9");
   EXPECT_EQ(decode_reason(dir / "garbage.jpg"), "the jpeg data is corrupt or truncated");
+
+  // Bytes some cameras append after the end-of-image marker do not make a JPEG bad.
+  write_file(dir / "trailer.jpg", jpeg + std::string(10000, '\x01'));
+  EXPECT_EQ(decode_image(dir / "trailer.jpg").sizes(), (std::vector<int64_t>{32, 32, 3}));
 
   write_image(dir / "whole.png", pattern_image(32, 32));
   const std::string png = read_file(dir / "whole.png");

@@ -6,9 +6,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "data/caption_corpus.h"
 #include "data/image_pipeline.h"
@@ -235,6 +237,18 @@ TEST(ShapesWorld, EnsureGeneratesOnceRegeneratesOnChangeAndRefusesForeignFolders
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp-"), std::string::npos);  // no temporaries left
   }
+}
+
+TEST(ShapesWorld, RunsStartedTogetherGenerateOnce) {
+  TempDir dir;
+  std::atomic<int> generated{0};
+  auto run = [&] { generated += ensure_shapes_world(tiny_world(), dir / "shared") ? 1 : 0; };
+  std::thread first(run);
+  std::thread second(run);
+  first.join();
+  second.join();
+  EXPECT_EQ(generated.load(), 1);
+  EXPECT_EQ(read_karpathy_split(dir / "shared" / kShapesSplitFile, dir / "shared").images.size(), 20u);
 }
 
 TEST(ShapesWorld, ValidateNamesTheKey) {

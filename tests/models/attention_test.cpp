@@ -226,6 +226,52 @@ TEST_F(AttentionTest, GradientsMatchFiniteDifferences) {
   }
 }
 
+TEST_F(AttentionTest, AdditiveStepsMatchPlainAutogradInFloat) {
+  // The additive kind's fused scores (a rational tanh in float; the keys' gradient added in place
+  // across steps) against the formula in plain torch ops, over three steps whose active batch
+  // shrinks 4 -> 4 -> 2 as in the decoder.
+  auto attention = std::make_shared<AdditiveAttentionImpl>(small_options("additive"));
+  const auto annotations = torch::randn({4, 5, 6});
+  const std::vector<int64_t> active = {4, 4, 2};
+  std::vector<torch::Tensor> hs, weights;
+  for (int64_t n : active) {
+    hs.push_back(torch::randn({n, 4}).requires_grad_());
+    weights.push_back(torch::randn({n, 6}));
+  }
+  const auto plain_loss = [&] {
+    const auto keys = attention->key(annotations);  // [B, L, A]
+    auto loss = torch::zeros({});
+    for (size_t t = 0; t < active.size(); ++t) {
+      const int64_t n = active[t];
+      const auto hidden =
+          torch::tanh(keys.narrow(0, 0, n) + attention->query(hs[t]).unsqueeze(1));  // [n, L, A]
+      const auto alpha = torch::softmax(torch::matmul(hidden, attention->score->weight.squeeze(0)), 1);
+      const auto context = torch::bmm(alpha.unsqueeze(1), annotations.narrow(0, 0, n)).squeeze(1);
+      loss = loss + (context * weights[t]).sum() + alpha.pow(2).sum();
+    }
+    return loss;
+  };
+  const auto fused_loss = [&] {
+    const auto memory = attention->remember(annotations);
+    auto loss = torch::zeros({});
+    for (size_t t = 0; t < active.size(); ++t) {
+      const auto step = attention->forward(memory.head(active[t]), hs[t]);
+      loss = loss + (step.context * weights[t]).sum() + step.alpha.pow(2).sum();
+    }
+    return loss;
+  };
+  std::vector<torch::Tensor> inputs = attention->parameters();
+  inputs.insert(inputs.end(), hs.begin(), hs.end());
+  const auto expected = plain_loss();
+  const auto expected_grads = torch::autograd::grad({expected}, inputs);
+  const auto actual = fused_loss();
+  const auto actual_grads = torch::autograd::grad({actual}, inputs);
+  EXPECT_NEAR(actual.item<float>(), expected.item<float>(), 1e-4);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(actual_grads[i], expected_grads[i], 1e-4, 1e-5)) << "input " << i;
+  }
+}
+
 TEST_F(AttentionTest, ProjectedQueryPathEqualsForward) {
   // The decoder feeds attend() a query from its own fused GEMM; it must agree with forward().
   for (const auto& kind : kKinds) {

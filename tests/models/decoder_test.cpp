@@ -208,6 +208,27 @@ TEST_F(DecoderTest, MaskedLocationsAreIgnored) {
   EXPECT_LT(max_diff(masked.alphas.narrow(2, 0, 3), cropped.alphas), 1e-6);
 }
 
+TEST_F(DecoderTest, StepSeesParameterUpdates) {
+  // step() keeps its fused weights between calls without autograd; changing a parameter in place
+  // (an optimizer step, loading a checkpoint) must reach the next step.
+  AttentionLSTMDecoder decoder(small_options());
+  decoder->eval();
+  torch::NoGradGuard no_grad;
+  const auto batch = small_batch();
+  const auto state = decoder->init_state(batch.annotations);
+  const auto prev = torch::tensor({1, 2, 3}, torch::kLong);
+  const auto before = decoder->step(state, prev).logits;
+  decoder->lstm->weight_hh.mul_(2);
+  decoder->attention->query_weight().add_(0.5);
+  const auto after = decoder->step(state, prev).logits;
+  EXPECT_GT(max_diff(before, after), 1e-3);
+  AttentionLSTMDecoder fresh(small_options());
+  fresh->eval();
+  for (size_t i = 0; i < fresh->parameters().size(); ++i)
+    fresh->parameters()[i].copy_(decoder->parameters()[i]);
+  EXPECT_LT(max_diff(fresh->step(state, prev).logits, after), 1e-6);
+}
+
 TEST_F(DecoderTest, StateExpandsForBeams) {
   AttentionLSTMDecoder decoder(small_options());
   decoder->eval();

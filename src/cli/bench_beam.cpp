@@ -1,0 +1,91 @@
+// `saccade bench beam`: the speed of caption search on synthetic annotation grids in the peers'
+// decoder configuration (D=2048, L=196, attention/embedding/LSTM 512, V=10000, additive
+// attention, vector gate), max_length 20. Prints ms per image for greedy search and beam sizes
+// 1, 3 and 5, one image at a time and 32 images in one batch (B*K decoder rows per step):
+// the best of 3 timed runs (1 for the batch) after a warm-up run.
+// Random weights rarely emit <end> (p ~ 1/V), so every search runs its full 21 steps: the numbers
+// are the worst case of a trained model.
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/runtime.h"
+#include "decode/beam_search.h"
+#include "models/decoder.h"
+
+namespace saccade::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kLocations = 196, kBatch = 32, kMaxLength = 20;
+
+DecoderOptions peer_decoder() {
+  DecoderOptions options;
+  options.vocab_size = 10000;
+  options.annotation_dim = 2048;
+  options.embed_dim = 512;
+  options.hidden_dim = 512;
+  options.attention_kind = "additive";
+  options.attention_dim = 512;
+  options.gate = Gate::vector;
+  options.deep_output = false;
+  return options;
+}
+
+// Best (least disturbed on a shared machine) ms per image of `repeats` timed searches over
+// annotations [B, L, D], after one untimed warm-up search.
+double ms_per_image(
+    const CaptionSearch& search,
+    AttentionLSTMDecoderImpl& decoder,
+    const torch::Tensor& annotations,
+    int repeats) {
+  search.search(decoder, annotations);
+  double best = 0.0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    search.search(decoder, annotations);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    best = r == 0 ? ms : std::min(best, ms);
+  }
+  return best / static_cast<double>(annotations.size(0));
+}
+
+}  // namespace
+
+int bench_beam(const Job&) {
+  torch::manual_seed(0);
+  AttentionLSTMDecoder decoder(peer_decoder());
+  decoder->eval();
+  const auto single = torch::randn({1, kLocations, 2048});        // [1, L, D]
+  const auto batched = torch::randn({kBatch, kLocations, 2048});  // [B, L, D]
+  std::printf(
+      "machine: LibTorch threads %d, matmul 1024x1024 %.1f GFLOP/s\n", at::get_num_threads(),
+      measure_matmul_gflops(1024));
+  std::printf(
+      "decoder D=2048 L=196 A=E=H=512 V=10000, max_length %lld\n", static_cast<long long>(kMaxLength));
+  std::printf("%-10s %18s %22s\n", "search", "1 image (ms/img)", "32 images (ms/img)");
+
+  SearchOptions greedy_options;
+  greedy_options.max_length = kMaxLength;
+  const GreedySearch greedy(greedy_options);
+  std::printf(
+      "%-10s %18.1f %22.1f\n", greedy.describe().c_str(), ms_per_image(greedy, *decoder, single, 3),
+      ms_per_image(greedy, *decoder, batched, 1));
+  for (int64_t beam_size : {1, 3, 5}) {
+    BeamOptions options;
+    options.beam_size = beam_size;
+    options.max_length = kMaxLength;
+    const BeamSearch beam(options);
+    std::printf(
+        "%-10s %18.1f %22.1f\n", beam.describe().c_str(), ms_per_image(beam, *decoder, single, 3),
+        ms_per_image(beam, *decoder, batched, 1));
+  }
+  return 0;
+}
+
+}  // namespace saccade::cli

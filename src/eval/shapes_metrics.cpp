@@ -1,0 +1,195 @@
+// Shapes-world metrics: caption parsing into mentions and relations, the per-word pointing game.
+#include "eval/shapes_metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace saccade {
+namespace {
+
+const std::array<const char*, 5> kShapes = {"circle", "square", "triangle", "diamond", "star"};
+const std::array<const char*, 6> kColors = {"red", "green", "blue", "yellow", "purple", "orange"};
+const std::array<const char*, 9> kCounts = {"one", "two",   "three", "four", "five",
+                                            "six", "seven", "eight", "nine"};
+
+template <size_t N>
+bool is_one_of(const std::string& word, const std::array<const char*, N>& names) {
+  return std::find(names.begin(), names.end(), word) != names.end();
+}
+
+// "big" and "large" name the same size.
+std::string size_of(const std::string& word) {
+  if (word == "small") return "small";
+  if (word == "large" || word == "big") return "large";
+  return "";
+}
+
+// An object mention: the attributes stated (empty = not stated) and how many objects it names.
+struct Mention {
+  std::string shape, color, size;
+  int64_t count = 1;
+  bool matches(const ShapesObject& object) const {
+    return (shape.empty() || shape == object.shape) && (color.empty() || color == object.color) &&
+           (size.empty() || size == object.size);
+  }
+};
+
+// The caption's mentions, in order, with the index of the mention each relation's words follow:
+// relation r holds between mentions[first[r]] and mentions[first[r] + 1].
+struct Parsed {
+  std::vector<Mention> mentions;
+  std::vector<std::string> relations;  // left | right | above | below
+  std::vector<size_t> relation_first;
+};
+
+Parsed parse(const std::vector<std::string>& words) {
+  Parsed parsed;
+  Mention current;
+  bool open = false;  // attribute or count words seen since the last noun
+  std::string pending_relation;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    const auto count = std::find(kCounts.begin(), kCounts.end(), word);
+    if (count != kCounts.end()) {
+      current.count = (count - kCounts.begin()) + 1;
+      open = true;
+    } else if (!size_of(word).empty()) {
+      current.size = size_of(word);
+      open = true;
+    } else if (is_one_of(word, kColors)) {
+      current.color = word;
+      open = true;
+    } else if (
+        is_one_of(word, kShapes) || word == "shapes" ||
+        (word.size() > 1 && word.back() == 's' && is_one_of(word.substr(0, word.size() - 1), kShapes))) {
+      if (word != "shapes") current.shape = word.back() == 's' ? word.substr(0, word.size() - 1) : word;
+      if (!pending_relation.empty() && !parsed.mentions.empty()) {
+        parsed.relations.push_back(pending_relation);
+        parsed.relation_first.push_back(parsed.mentions.size() - 1);
+      }
+      pending_relation.clear();
+      parsed.mentions.push_back(current);
+      current = Mention{};
+      open = false;
+    } else if (!open && (word == "above" || word == "below")) {
+      pending_relation = word;
+    } else if (!open && (word == "left" || word == "right") && i + 1 < words.size() && words[i + 1] == "of") {
+      pending_relation = word;  // "to the left of"; "on the left" (a region) is not a relation
+    }
+  }
+  return parsed;
+}
+
+bool relation_holds(const std::string& relation, const ShapesObject& a, const ShapesObject& b) {
+  if (relation == "left") return a.x1 <= b.x0;
+  if (relation == "right") return b.x1 <= a.x0;
+  if (relation == "above") return a.y1 <= b.y0;
+  return b.y1 <= a.y0;  // below
+}
+
+// The one object having attribute `word`, or -1 (no content word, or ambiguous).
+int named_object(const std::string& word, const std::vector<ShapesObject>& objects) {
+  std::string shape = is_one_of(word, kShapes) ? word : "";
+  if (word.size() > 1 && word.back() == 's' && is_one_of(word.substr(0, word.size() - 1), kShapes))
+    shape = word.substr(0, word.size() - 1);
+  const std::string color = is_one_of(word, kColors) ? word : "";
+  const std::string size = size_of(word);
+  if (shape.empty() && color.empty() && size.empty()) return -1;
+  int found = -1;
+  for (size_t k = 0; k < objects.size(); ++k) {
+    const ShapesObject& object = objects[k];
+    if (object.shape == shape || object.color == color || object.size == size) {
+      if (found >= 0) return -1;
+      found = static_cast<int>(k);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+void add_shapes_caption(
+    ShapesTally& tally,
+    const std::vector<ShapesObject>& objects,
+    const ShapesCaption& caption,
+    const AttentionGrid& grid) {
+  const int64_t cells = grid.height * grid.width;
+  if (cells <= 0 || grid.image_height <= 0 || grid.image_width <= 0) {
+    throw std::invalid_argument("The attention grid and its image must be non-empty");
+  }
+  if (!caption.alphas.empty() && caption.alphas.size() != caption.words.size()) {
+    throw std::invalid_argument(
+        "Expected one attention map per word (" + std::to_string(caption.words.size()) + "), got " +
+        std::to_string(caption.alphas.size()));
+  }
+  const float cell_h = grid.image_height / static_cast<float>(grid.height);
+  const float cell_w = grid.image_width / static_cast<float>(grid.width);
+  auto centre_inside = [&](int64_t cell, const ShapesObject& object) {
+    const float y = (static_cast<float>(cell / grid.width) + 0.5f) * cell_h;
+    const float x = (static_cast<float>(cell % grid.width) + 0.5f) * cell_w;
+    return x >= object.x0 && x < object.x1 && y >= object.y0 && y < object.y1;
+  };
+
+  for (size_t i = 0; i < caption.alphas.size(); ++i) {
+    const int k = named_object(caption.words[i], objects);
+    if (k < 0) continue;
+    const std::vector<float>& alpha = caption.alphas[i];
+    if (static_cast<int64_t>(alpha.size()) != cells) {
+      throw std::invalid_argument(
+          "Expected " + std::to_string(cells) + " attention weights per word, got " +
+          std::to_string(alpha.size()));
+    }
+    const int64_t peak = std::max_element(alpha.begin(), alpha.end()) - alpha.begin();
+    int64_t covered = 0;
+    for (int64_t cell = 0; cell < cells; ++cell) covered += centre_inside(cell, objects[k]);
+    ++tally.pointing_words;
+    tally.pointing_hits += centre_inside(peak, objects[k]);
+    tally.pointing_baseline += static_cast<double>(covered) / static_cast<double>(cells);
+  }
+
+  const Parsed parsed = parse(caption.words);
+  std::vector<char> used(objects.size(), 0);
+  for (const Mention& mention : parsed.mentions) {
+    if (mention.shape.empty() && mention.color.empty() && mention.size.empty()) continue;
+    tally.object_mentions += mention.count;
+    for (int64_t n = 0; n < mention.count; ++n) {
+      for (size_t k = 0; k < objects.size(); ++k) {
+        if (used[k] || !mention.matches(objects[k])) continue;
+        used[k] = 1;
+        ++tally.objects_matched;
+        break;
+      }
+    }
+  }
+  for (size_t r = 0; r < parsed.relations.size(); ++r) {
+    const Mention& a = parsed.mentions[parsed.relation_first[r]];
+    const Mention& b = parsed.mentions[parsed.relation_first[r] + 1];
+    bool holds = false;
+    for (size_t i = 0; i < objects.size() && !holds; ++i) {
+      for (size_t j = 0; j < objects.size() && !holds; ++j) {
+        holds = i != j && a.matches(objects[i]) && b.matches(objects[j]) &&
+                relation_holds(parsed.relations[r], objects[i], objects[j]);
+      }
+    }
+    ++tally.relations;
+    tally.relations_true += holds;
+  }
+}
+
+ShapesScores finish(const ShapesTally& tally) {
+  auto ratio = [](double numerator, int64_t denominator) {
+    return denominator > 0 ? numerator / static_cast<double>(denominator) : 0.0;
+  };
+  ShapesScores scores;
+  scores.pointing_words = tally.pointing_words;
+  scores.pointing_accuracy = ratio(static_cast<double>(tally.pointing_hits), tally.pointing_words);
+  scores.pointing_baseline = ratio(tally.pointing_baseline, tally.pointing_words);
+  scores.object_mentions = tally.object_mentions;
+  scores.content_accuracy = ratio(static_cast<double>(tally.objects_matched), tally.object_mentions);
+  scores.relations = tally.relations;
+  scores.relation_accuracy = ratio(static_cast<double>(tally.relations_true), tally.relations);
+  return scores;
+}
+
+}  // namespace saccade

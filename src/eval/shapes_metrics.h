@@ -1,0 +1,95 @@
+// Shapes-world metrics: does a generated caption say true things about its image, and does the
+// attention look at the object a word names? Only possible because the shapes world knows every
+// object's attributes and box (data/shapes_world.h). Torch-free: attention comes in as floats.
+//
+//   ShapesTally tally;
+//   for (each test image) {
+//     std::vector<ShapesObject> objects = ...;    // the truth, boxes in the model input's pixels
+//     ShapesCaption caption{words, alphas};        // alphas[i]: word i's H*W attention, row-major
+//     add_shapes_caption(tally, objects, caption, AttentionGrid{8, 8, 64, 64});
+//   }
+//   ShapesScores scores = finish(tally);   // scores.pointing_accuracy, scores.content_accuracy ...
+//
+// The three metrics, each a ratio over the whole split (sums of numerators over sums of
+// denominators, so images with more evidence weigh more):
+//  - Pointing game (Zhang et al. 2016, applied per word): for each generated word that names
+//    exactly one object of the image (a color, shape or size word - "big" counts as "large" -
+//    that exactly one object has; ambiguous and non-content words are skipped), a hit when the
+//    centre of the word's attention peak cell (argmax over the H x W grid) lies inside that
+//    object's box. The random-attention baseline is the expected hit rate of a uniformly random
+//    cell: the fraction of cell centres inside the box, averaged over the same words.
+//  - Content accuracy: the caption's object mentions - "[a|one|two|...] [size] [color] shape"
+//    with a shape name, its plural, or "shapes" (any shape) - each matched to a distinct,
+//    still-unmatched object having every attribute stated; a mention of n objects ("two red
+//    circles") needs n objects (duplicates counted). Mentions stating no attribute ("three
+//    shapes") are not counted. Accuracy = matched object mentions / object mentions.
+//  - Relation accuracy: "A to the left of B", "A to the right of B", "A above B", "A below B"
+//    between two mentions; true when some object matching A and a different one matching B
+//    stand in that relation, with the generator's definition on boxes [x0, x1) x [y0, y1):
+//    left: A.x1 <= B.x0; right: B.x1 <= A.x0; above: A.y1 <= B.y0; below: B.y1 <= A.y0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace saccade {
+
+// One object of an image: attributes as the generator names them, box in pixels of the image
+// the attention grid covers, [x0, x1) x [y0, y1).
+struct ShapesObject {
+  std::string shape;  // circle | square | triangle | diamond | star
+  std::string color;  // red | green | blue | yellow | purple | orange
+  std::string size;   // small | large
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
+// A generated caption and, for the pointing game, where each word looked.
+struct ShapesCaption {
+  std::vector<std::string> words;
+  // alphas[i]: word i's attention over the grid, H*W values row-major (cell (r, c) at r*W + c).
+  // Empty = no attention available (the pointing game skips the caption).
+  std::vector<std::vector<float>> alphas;
+};
+
+// The attention grid and the pixel size of the image it covers (cells tile it evenly).
+struct AttentionGrid {
+  int64_t height = 0;  // H cells
+  int64_t width = 0;   // W cells
+  float image_height = 0;
+  float image_width = 0;
+};
+
+// Running counts over a split.
+struct ShapesTally {
+  int64_t pointing_words = 0;    // words naming exactly one object, with attention
+  int64_t pointing_hits = 0;     // ... whose attention peak lies in the object's box
+  double pointing_baseline = 0;  // sum over those words of the random cell's hit chance
+  int64_t object_mentions = 0;   // objects the captions mention (a mention of n counts n)
+  int64_t objects_matched = 0;   // ... matched to distinct objects with the stated attributes
+  int64_t relations = 0;         // relations stated
+  int64_t relations_true = 0;    // ... that hold
+};
+
+// Ratios of a tally; each is 0 when its denominator is 0 (the count says so).
+struct ShapesScores {
+  double pointing_accuracy = 0;
+  double pointing_baseline = 0;  // the random-attention baseline's expected accuracy
+  int64_t pointing_words = 0;
+  double content_accuracy = 0;
+  int64_t object_mentions = 0;
+  double relation_accuracy = 0;
+  int64_t relations = 0;
+};
+
+// Adds one caption of one image. Throws std::invalid_argument when alphas is non-empty but does
+// not hold one H*W row per word, or the grid is empty.
+void add_shapes_caption(
+    ShapesTally& tally,
+    const std::vector<ShapesObject>& objects,
+    const ShapesCaption& caption,
+    const AttentionGrid& grid);
+
+ShapesScores finish(const ShapesTally& tally);
+
+}  // namespace saccade

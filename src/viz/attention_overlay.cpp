@@ -1,0 +1,346 @@
+// Attention overlays: maps, colormap blending, darkening and the panel grid (OpenCV for
+// resizing, smoothing and text; the per-pixel arithmetic in plain loops so results are exact).
+#include "viz/attention_overlay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#include <sstream>
+#include <stdexcept>
+
+namespace saccade {
+namespace {
+
+constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
+
+void require(bool condition, const std::string& message) {
+  if (!condition) throw std::invalid_argument(message);
+}
+
+// uint8 [H, W, 3] tensor -> a cv::Mat sharing its (contiguous) memory.
+cv::Mat as_mat(const torch::Tensor& rgb) {
+  return cv::Mat(
+      static_cast<int>(rgb.size(0)), static_cast<int>(rgb.size(1)), CV_8UC3, rgb.data_ptr<uint8_t>());
+}
+
+torch::Tensor check_image(const torch::Tensor& image) {
+  require(
+      image.dim() == 3 && image.size(2) == 3 && image.scalar_type() == torch::kUInt8,
+      "An overlay image must be uint8 [H, W, 3]");
+  return image.to(torch::kCPU).contiguous();
+}
+
+// The image resized to side x side (area averaging to shrink, bilinear to enlarge).
+torch::Tensor resize_square(const torch::Tensor& image, int64_t side) {
+  const torch::Tensor source = check_image(image);
+  if (source.size(0) == side && source.size(1) == side) return source.clone();
+  auto output = torch::empty({side, side, 3}, torch::kUInt8);
+  const cv::Mat target = as_mat(output);
+  const bool shrinking = source.size(0) > side || source.size(1) > side;
+  cv::resize(as_mat(source), target, target.size(), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+  return output;
+}
+
+// The font scale that makes text about 55% of a strip `height` high.
+double font_scale(int64_t height) {
+  int baseline = 0;
+  const cv::Size size = cv::getTextSize("Ag", kFont, 1.0, 1, &baseline);
+  return 0.55 * static_cast<double>(height) / size.height;
+}
+
+int text_width(const std::string& text, double scale) {
+  int baseline = 0;
+  return cv::getTextSize(text, kFont, scale, 1, &baseline).width;
+}
+
+// `text` in black, its baseline vertically centered in the strip [top, top + height) and its
+// left edge at x.
+void put_text(cv::Mat& canvas, const std::string& text, int x, int64_t top, int64_t height, double scale) {
+  int baseline = 0;
+  const cv::Size size = cv::getTextSize(text, kFont, scale, 1, &baseline);
+  const int y = static_cast<int>(top + (height + size.height) / 2);
+  cv::putText(canvas, text, cv::Point(x, y), kFont, scale, cv::Scalar(0, 0, 0), 1, cv::LINE_AA);
+}
+
+// Greedy word wrap of `text` into lines at most `width` pixels wide (a longer word stays whole).
+std::vector<std::string> wrap_text(const std::string& text, int width, double scale) {
+  std::vector<std::string> lines;
+  std::istringstream words(text);
+  std::string line;
+  for (std::string word; words >> word;) {
+    const std::string longer = line.empty() ? word : line + " " + word;
+    if (!line.empty() && text_width(longer, scale) > width) {
+      lines.push_back(line);
+      line = word;
+    } else {
+      line = longer;
+    }
+  }
+  lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+std::string to_string(Upsample upsample) {
+  switch (upsample) {
+    case Upsample::nearest:
+      return "nearest";
+    case Upsample::bilinear:
+      return "bilinear";
+    case Upsample::bicubic:
+      return "bicubic";
+  }
+  return "?";
+}
+
+Upsample parse_upsample(const std::string& name) {
+  if (name == "nearest") return Upsample::nearest;
+  if (name == "bilinear") return Upsample::bilinear;
+  if (name == "bicubic") return Upsample::bicubic;
+  throw std::invalid_argument("viz.upsample must be nearest, bilinear or bicubic, got '" + name + "'");
+}
+
+std::string to_string(OverlayMode mode) {
+  return mode == OverlayMode::heatmap ? "heatmap" : "darken";
+}
+
+OverlayMode parse_overlay_mode(const std::string& name) {
+  if (name == "heatmap") return OverlayMode::heatmap;
+  if (name == "darken") return OverlayMode::darken;
+  throw std::invalid_argument("viz.mode must be heatmap or darken, got '" + name + "'");
+}
+
+std::string to_string(AttentionScale scale) {
+  return scale == AttentionScale::per_word ? "per_word" : "absolute";
+}
+
+AttentionScale parse_attention_scale(const std::string& name) {
+  if (name == "per_word") return AttentionScale::per_word;
+  if (name == "absolute") return AttentionScale::absolute;
+  throw std::invalid_argument("viz.normalize must be per_word or absolute, got '" + name + "'");
+}
+
+std::string to_string(HeadView view) {
+  return view == HeadView::mean ? "mean" : "each";
+}
+
+HeadView parse_head_view(const std::string& name) {
+  if (name == "mean") return HeadView::mean;
+  if (name == "each") return HeadView::each;
+  throw std::invalid_argument("viz.heads must be mean or each, got '" + name + "'");
+}
+
+VizOptions viz_options_from(const Config& config) {
+  VizOptions options;
+  options.panel_size = config.get<int64_t>("viz.panel_size");
+  options.columns = config.get<int64_t>("viz.columns");
+  options.label_height = config.get<int64_t>("viz.label_height");
+  options.upsample = parse_upsample(config.get<std::string>("viz.upsample"));
+  options.smooth_sigma = config.get<double>("viz.smooth_sigma");
+  options.mode = parse_overlay_mode(config.get<std::string>("viz.mode"));
+  options.heatmap_opacity = config.get<double>("viz.heatmap_opacity");
+  options.darken_floor = config.get<double>("viz.darken_floor");
+  options.normalize = parse_attention_scale(config.get<std::string>("viz.normalize"));
+  options.heads = parse_head_view(config.get<std::string>("viz.heads"));
+  options.sample_images = config.get<int64_t>("viz.sample_images");
+  return options;
+}
+
+void validate(const VizOptions& options) {
+  require(options.panel_size >= 16, "viz.panel_size must be >= 16 pixels");
+  require(options.columns >= 1, "viz.columns must be >= 1");
+  require(options.label_height >= 8, "viz.label_height must be >= 8 pixels");
+  require(options.smooth_sigma >= 0, "viz.smooth_sigma must be >= 0 (0 = no smoothing)");
+  require(
+      options.heatmap_opacity >= 0 && options.heatmap_opacity <= 1, "viz.heatmap_opacity must be in [0, 1]");
+  require(options.darken_floor >= 0 && options.darken_floor <= 1, "viz.darken_floor must be in [0, 1]");
+  require(options.sample_images >= 0, "viz.sample_images must be >= 0");
+}
+
+torch::Tensor attention_map(
+    const torch::Tensor& alpha,
+    const std::array<int64_t, 2>& grid,
+    int64_t height,
+    int64_t width,
+    const VizOptions& options) {
+  require(
+      grid[0] > 0 && grid[1] > 0 && height > 0 && width > 0,
+      "An attention map needs a non-empty grid and image");
+  require(
+      alpha.numel() == grid[0] * grid[1], "The attention has " + std::to_string(alpha.numel()) +
+                                              " weights but the grid is " + std::to_string(grid[0]) + "x" +
+                                              std::to_string(grid[1]));
+  const auto cells = alpha.detach().to(torch::kCPU, torch::kFloat).contiguous().view({grid[0], grid[1]});
+  const cv::Mat cell_mat(
+      static_cast<int>(grid[0]), static_cast<int>(grid[1]), CV_32F,
+      const_cast<float*>(cells.data_ptr<float>()));
+  const int interpolation = options.upsample == Upsample::nearest    ? cv::INTER_NEAREST_EXACT
+                            : options.upsample == Upsample::bilinear ? cv::INTER_LINEAR
+                                                                     : cv::INTER_CUBIC;
+  cv::Mat map;
+  cv::resize(cell_mat, map, cv::Size(static_cast<int>(width), static_cast<int>(height)), 0, 0, interpolation);
+  if (options.smooth_sigma > 0) {
+    // Sigma in cells, converted per axis to pixels (cells need not be square).
+    const double sigma_x = options.smooth_sigma * static_cast<double>(width) / grid[1];
+    const double sigma_y = options.smooth_sigma * static_cast<double>(height) / grid[0];
+    cv::GaussianBlur(map, map, cv::Size(0, 0), sigma_x, sigma_y, cv::BORDER_REPLICATE);
+  }
+  map = cv::max(map, 0.0);  // bicubic overshoot
+  if (options.normalize == AttentionScale::per_word) {
+    double peak = 0;
+    cv::minMaxLoc(map, nullptr, &peak);
+    if (peak > 0) map /= peak;
+  }
+  map = cv::min(map, 1.0);
+  return torch::from_blob(map.data, {height, width}, torch::kFloat).clone();
+}
+
+std::array<double, 3> jet(double v) {
+  v = std::clamp(v, 0.0, 1.0);
+  // Piecewise-linear segments (x, value) of matplotlib's _jet_data.
+  auto segment = [v](const std::vector<std::array<double, 2>>& points) {
+    for (size_t i = 1; i < points.size(); ++i) {
+      if (v <= points[i][0]) {
+        const double t = (v - points[i - 1][0]) / (points[i][0] - points[i - 1][0]);
+        return points[i - 1][1] + t * (points[i][1] - points[i - 1][1]);
+      }
+    }
+    return points.back()[1];
+  };
+  return {
+      segment({{0, 0}, {0.35, 0}, {0.66, 1}, {0.89, 1}, {1, 0.5}}),
+      segment({{0, 0}, {0.125, 0}, {0.375, 1}, {0.64, 1}, {0.91, 0}, {1, 0}}),
+      segment({{0, 0.5}, {0.11, 1}, {0.34, 1}, {0.65, 0}, {1, 0}})};
+}
+
+torch::Tensor overlay_attention(
+    const torch::Tensor& image, const torch::Tensor& map, const VizOptions& options) {
+  const torch::Tensor source = check_image(image);
+  require(
+      map.dim() == 2 && map.size(0) == source.size(0) && map.size(1) == source.size(1),
+      "An attention map must be [H, W] like its image");
+  const auto values = map.to(torch::kCPU, torch::kDouble).contiguous();
+  auto output = torch::empty_like(source);
+  const auto in = source.accessor<uint8_t, 3>();
+  const auto m = values.accessor<double, 2>();
+  auto out = output.accessor<uint8_t, 3>();
+  for (int64_t y = 0; y < source.size(0); ++y) {
+    for (int64_t x = 0; x < source.size(1); ++x) {
+      const double a = std::clamp(m[y][x], 0.0, 1.0);
+      if (options.mode == OverlayMode::heatmap) {
+        const auto color = jet(a);
+        for (int c = 0; c < 3; ++c) {
+          const double blended =
+              (1 - options.heatmap_opacity) * in[y][x][c] + options.heatmap_opacity * 255.0 * color[c];
+          out[y][x][c] = static_cast<uint8_t>(std::clamp(std::lround(blended), 0L, 255L));
+        }
+      } else {
+        const double factor = options.darken_floor + (1 - options.darken_floor) * a;
+        for (int c = 0; c < 3; ++c) out[y][x][c] = static_cast<uint8_t>(std::lround(in[y][x][c] * factor));
+      }
+    }
+  }
+  return output;
+}
+
+PanelGridLayout panel_grid_layout(
+    const std::vector<int64_t>& block_sizes, int64_t note_lines, const VizOptions& options) {
+  PanelGridLayout layout;
+  int64_t longest = 1;
+  for (const int64_t size : block_sizes) longest = std::max(longest, size);
+  layout.columns = std::min(options.columns, longest);
+  for (const int64_t size : block_sizes)
+    layout.rows += std::max<int64_t>(1, (size + layout.columns - 1) / layout.columns);
+  layout.width = layout.columns * options.panel_size + (layout.columns + 1) * kPanelGap;
+  layout.height = layout.rows * (options.panel_size + options.label_height) + (layout.rows + 1) * kPanelGap;
+  if (note_lines > 0) layout.height += note_lines * options.label_height + kPanelGap;
+  return layout;
+}
+
+torch::Tensor draw_panel_grid(
+    const std::vector<std::vector<Panel>>& blocks,
+    const std::vector<std::string>& notes,
+    const VizOptions& options) {
+  validate(options);
+  const int64_t side = options.panel_size;
+  std::vector<int64_t> block_sizes;
+  for (const auto& block : blocks) block_sizes.push_back(static_cast<int64_t>(block.size()));
+  const double scale = font_scale(options.label_height);
+  const int64_t text_room = panel_grid_layout(block_sizes, 0, options).width - 2 * kPanelGap;
+  std::vector<std::string> lines;
+  for (const auto& note : notes) {
+    for (auto& line : wrap_text(note, static_cast<int>(text_room), scale)) lines.push_back(std::move(line));
+  }
+  const PanelGridLayout layout = panel_grid_layout(block_sizes, static_cast<int64_t>(lines.size()), options);
+
+  auto canvas_tensor = torch::full({layout.height, layout.width, 3}, 255, torch::kUInt8);
+  cv::Mat canvas = as_mat(canvas_tensor);
+  const int64_t row_height = side + options.label_height + kPanelGap;
+  int64_t first_row = 0;
+  for (const auto& block : blocks) {
+    for (size_t k = 0; k < block.size(); ++k) {
+      const int64_t row = first_row + static_cast<int64_t>(k) / layout.columns;
+      const int64_t column = static_cast<int64_t>(k) % layout.columns;
+      const int64_t x = kPanelGap + column * (side + kPanelGap);
+      const int64_t y = kPanelGap + row * row_height;
+      const torch::Tensor panel = check_image(block[k].image);
+      require(panel.size(0) == side && panel.size(1) == side, "A panel must be panel_size x panel_size");
+      canvas_tensor.slice(0, y, y + side).slice(1, x, x + side).copy_(panel);
+      if (block[k].label.empty()) continue;
+      // Shrink a word wider than its panel until it fits.
+      const int width = text_width(block[k].label, scale);
+      const double fitted = width > side - 4 ? scale * static_cast<double>(side - 4) / width : scale;
+      const int left = static_cast<int>(x + (side - text_width(block[k].label, fitted)) / 2);
+      put_text(canvas, block[k].label, left, y + side, options.label_height, fitted);
+    }
+    first_row +=
+        std::max<int64_t>(1, (static_cast<int64_t>(block.size()) + layout.columns - 1) / layout.columns);
+  }
+  const int64_t notes_top = kPanelGap + layout.rows * row_height;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    put_text(
+        canvas, lines[i], kPanelGap, notes_top + static_cast<int64_t>(i) * options.label_height,
+        options.label_height, scale);
+  }
+  return canvas_tensor;
+}
+
+torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOptions& options) {
+  validate(options);
+  const auto& alphas = figure.alphas;
+  const int64_t n = static_cast<int64_t>(figure.words.size());
+  require(
+      alphas.defined() && (alphas.dim() == 2 || alphas.dim() == 3) && alphas.size(0) == n,
+      "A figure needs alphas [n, L] or [n, N, L] with one row per word (" + std::to_string(n) + " words)");
+  require(
+      alphas.size(-1) == figure.grid[0] * figure.grid[1],
+      "The alphas have " + std::to_string(alphas.size(-1)) + " locations but the grid is " +
+          std::to_string(figure.grid[0]) + "x" + std::to_string(figure.grid[1]));
+  const int64_t side = options.panel_size;
+  const torch::Tensor image = resize_square(figure.image, side);
+
+  // One [n, L] matrix per block: the head mean, or each head.
+  std::vector<torch::Tensor> per_block;
+  if (alphas.dim() == 2) {
+    per_block.push_back(alphas);
+  } else if (options.heads == HeadView::mean) {
+    per_block.push_back(alphas.to(torch::kFloat).mean(1));  // [n, L]
+  } else {
+    for (int64_t h = 0; h < alphas.size(1); ++h) per_block.push_back(alphas.select(1, h));  // [n, L]
+  }
+  std::vector<std::vector<Panel>> blocks;
+  for (size_t b = 0; b < per_block.size(); ++b) {
+    std::vector<Panel> block;
+    block.push_back({image, per_block.size() > 1 ? "head " + std::to_string(b + 1) : ""});
+    for (int64_t i = 0; i < n; ++i) {
+      const auto map = attention_map(per_block[b][i], figure.grid, side, side, options);
+      block.push_back({overlay_attention(image, map, options), figure.words[i]});
+    }
+    blocks.push_back(std::move(block));
+  }
+  return draw_panel_grid(blocks, figure.notes, options);
+}
+
+}  // namespace saccade

@@ -1,0 +1,170 @@
+// Attention overlays: where each generated word looked, drawn over the image as in the paper's
+// figures (Xu et al. 2015, Fig. 2, 3 and 5).
+//
+//   VizOptions options = viz_options_from(config);   // viz.* keys
+//   AttentionFigure figure{crop, words, caption.alphas, encoder->grid_size(224, 224), {}};
+//   torch::Tensor grid = render_attention_figure(figure, options);   // uint8 [H, W, 3]
+//   write_image_file("overlay.png", grid);                           // data/image_pipeline.h
+//
+// Shapes: n words, L = Hg * Wg grid locations (row-major, l = y * Wg + x, as the encoder flattens),
+// N heads (multihead attention only), P = panel_size. Images travel as uint8 [H, W, 3] RGB like
+// everywhere in data/; OpenCV stays behind this header.
+//
+// One word's picture is made in three steps:
+//   1. attention_map: the alpha row [L] as a Hg x Wg grid, upsampled to the panel (nearest,
+//      bilinear or bicubic; the grid's cells cover the image in equal blocks), optionally smoothed
+//      with a Gaussian, then scaled (per_word: peak = 1; absolute: the raw weights, 1 = all the
+//      attention on one cell) and clipped to [0, 1].
+//   2. overlay_attention: heatmap = (1 - opacity) * image + opacity * 255 * jet(m), per channel;
+//      darken = image * (floor + (1 - floor) * m), the paper's look (attended pixels keep
+//      their value, the rest dim towards `floor`). Results are rounded to the nearest integer.
+//   3. draw_panel_grid: the image first, then one panel per word with the word underneath, in
+//      rows of `columns` panels; notes (caption, references) are written below the panels.
+#pragma once
+
+#include <torch/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace saccade {
+
+// How the attention grid is enlarged to the image.
+enum class Upsample {
+  nearest,   // blocks: each cell paints exactly its part of the image
+  bilinear,  // smooth ramps between cell centers
+  bicubic,   // smoother; overshoot below 0 is clipped
+};
+std::string to_string(Upsample upsample);
+// "nearest" | "bilinear" | "bicubic"; throws std::invalid_argument naming the value otherwise.
+Upsample parse_upsample(const std::string& name);
+
+// How the attention is drawn over the image.
+enum class OverlayMode {
+  heatmap,  // the jet colormap blended over the image
+  darken,   // the image dimmed where attention is low (the paper's figures)
+};
+std::string to_string(OverlayMode mode);
+// "heatmap" | "darken"; throws std::invalid_argument naming the value otherwise.
+OverlayMode parse_overlay_mode(const std::string& name);
+
+// How a word's map is scaled before drawing.
+enum class AttentionScale {
+  per_word,  // each map divided by its own peak, so every word uses the full range
+  absolute,  // the weights as they are: 1 = all the attention on one cell, comparable across words
+};
+std::string to_string(AttentionScale scale);
+// "per_word" | "absolute"; throws std::invalid_argument naming the value otherwise.
+AttentionScale parse_attention_scale(const std::string& name);
+
+// What a figure shows for multihead attention ([n, N, L] alphas).
+enum class HeadView {
+  mean,  // the heads' average: one row of panels
+  each,  // one block of panels per head, each starting a new row
+};
+std::string to_string(HeadView view);
+// "mean" | "each"; throws std::invalid_argument naming the value otherwise.
+HeadView parse_head_view(const std::string& name);
+
+struct VizOptions {
+  // Pixels: the side of each square panel (the image and every word's overlay).
+  int64_t panel_size = 224;
+  // Panels per row; longer captions wrap into more rows.
+  int64_t columns = 6;
+  // Pixels: the height of the strip under each panel holding its word, and of each note line.
+  int64_t label_height = 28;
+  Upsample upsample = Upsample::bilinear;
+  // Standard deviation of the Gaussian smoothing after upsampling, in grid cells (1.0 = one
+  // cell's width); 0 = no smoothing.
+  double smooth_sigma = 1.0;
+  OverlayMode mode = OverlayMode::heatmap;
+  // heatmap: the colormap's weight in the blend, 0 (image only) .. 1 (colormap only).
+  double heatmap_opacity = 0.5;
+  // darken: the brightness factor kept where the attention is 0, 0 (black) .. 1 (no dimming).
+  double darken_floor = 0.2;
+  AttentionScale normalize = AttentionScale::per_word;
+  HeadView heads = HeadView::mean;
+  // End of training: test images whose overlays go into <run>/samples/; 0 = none.
+  int64_t sample_images = 4;
+};
+
+// Reads viz.{panel_size, columns, label_height, upsample, smooth_sigma, mode, heatmap_opacity,
+// darken_floor, normalize, heads, sample_images}. Throws ConfigError for a missing key or a bad
+// value.
+VizOptions viz_options_from(const Config& config);
+
+// Throws std::invalid_argument, one sentence per broken rule: panel_size >= 16, columns >= 1,
+// label_height >= 8, smooth_sigma >= 0, heatmap_opacity and darken_floor in [0, 1],
+// sample_images >= 0.
+void validate(const VizOptions& options);
+
+// Blank pixels between panels and around the grid.
+constexpr int64_t kPanelGap = 4;
+
+// One word's attention as a float [height, width] map in [0, 1] (steps 1 above). `alpha` holds
+// grid[0] * grid[1] weights ([L], any float dtype). Throws std::invalid_argument when the sizes
+// disagree.
+torch::Tensor attention_map(
+    const torch::Tensor& alpha,
+    const std::array<int64_t, 2>& grid,
+    int64_t height,
+    int64_t width,
+    const VizOptions& options);
+
+// The jet colormap (matplotlib's segments) at v in [0, 1] as RGB in [0, 1]: 0 -> (0, 0, 0.5)
+// dark blue, 1 -> (0.5, 0, 0) dark red.
+std::array<double, 3> jet(double v);
+
+// Draws `map` float [H, W] in [0, 1] over `image` uint8 [H, W, 3] (step 2 above) -> uint8 [H, W, 3].
+torch::Tensor overlay_attention(
+    const torch::Tensor& image, const torch::Tensor& map, const VizOptions& options);
+
+// A picture in the grid with its label underneath.
+struct Panel {
+  torch::Tensor image;  // uint8 [P, P, 3]
+  std::string label;    // "" = none
+};
+
+// Where a grid's panels go. Blocks of panels each start on a new row and wrap after `columns`.
+struct PanelGridLayout {
+  int64_t columns = 0;  // panels per row: min(options.columns, the longest block)
+  int64_t rows = 0;     // sum over blocks of ceil(block size / columns)
+  int64_t width = 0;    // columns * P + (columns + 1) * kPanelGap
+  // rows * (P + label_height) + (rows + 1) * kPanelGap, plus note_lines * label_height + kPanelGap
+  // when there are notes.
+  int64_t height = 0;
+};
+
+// The layout of blocks of `block_sizes` panels with `note_lines` lines of notes below.
+PanelGridLayout panel_grid_layout(
+    const std::vector<int64_t>& block_sizes, int64_t note_lines, const VizOptions& options);
+
+// Draws `blocks` on white: panel k of a block at row (block's first row + k / columns), column
+// k % columns, its top-left corner at (kPanelGap + column * (P + kPanelGap),
+// kPanelGap + row * (P + label_height + kPanelGap)); the label centered in the strip under it.
+// Notes are written one per line below the panels (lines too wide are wrapped at spaces).
+// Returns uint8 [height, width, 3].
+torch::Tensor draw_panel_grid(
+    const std::vector<std::vector<Panel>>& blocks,
+    const std::vector<std::string>& notes,
+    const VizOptions& options);
+
+// Everything one figure shows.
+struct AttentionFigure {
+  torch::Tensor image;             // uint8 [H, W, 3]: what the model saw (the pipeline's crop)
+  std::vector<std::string> words;  // the n generated words
+  torch::Tensor alphas;            // [n, L] or [n, N, L] (multihead): where each word looked
+  std::array<int64_t, 2> grid{};   // [Hg, Wg] of the encoder's grid, Hg * Wg = L
+  std::vector<std::string> notes;  // lines written below the panels (caption, references)
+};
+
+// The image resized to P x P, then its overlays per word (heads averaged, or one block per head
+// labelled "head h"), in a panel grid. Throws std::invalid_argument when words, alphas and grid
+// disagree.
+torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOptions& options);
+
+}  // namespace saccade

@@ -1,0 +1,115 @@
+// Sample overlays: greedy captioning of preprocessed images and one figure file per image.
+#include "viz/sample_overlays.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+namespace saccade {
+namespace {
+
+// Images decoded and drawn per model call.
+constexpr int64_t kBatch = 16;
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+std::string file_safe(const std::string& id) {
+  std::string name = id;
+  for (char& c : name) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+    if (!keep) c = '_';
+  }
+  return name;
+}
+
+}  // namespace
+
+std::vector<DecodedCaption> caption_images(
+    CaptionerImpl& model, const torch::Tensor& crops, const ImageOptions& image, const BeamOptions& search) {
+  validate(search);
+  c10::InferenceMode inference;
+  const bool was_training = model.is_training();
+  model.eval();
+  const auto annotations = model.encode(normalize_images(crops, image));  // [B, L, D]
+  std::vector<DecodedCaption> captions;
+  if (search.beam_size > 1) {
+    captions = beam_search(*model.decoder, annotations, search);
+  } else {
+    SearchOptions greedy;
+    greedy.max_length = search.max_length;
+    greedy.start_id = search.start_id;
+    greedy.end_id = search.end_id;
+    captions = greedy_search(*model.decoder, annotations, greedy);
+  }
+  if (was_training) model.train();
+  return captions;
+}
+
+AttentionFigure make_attention_figure(
+    CaptionerImpl& model,
+    const torch::Tensor& crop,
+    const DecodedCaption& caption,
+    const Vocabulary& vocabulary,
+    std::vector<std::string> notes) {
+  AttentionFigure figure;
+  figure.image = crop;
+  figure.words = vocabulary.decode(caption.tokens);
+  figure.alphas = caption.alphas;
+  figure.grid = model.encoder->grid_size(crop.size(0), crop.size(1));
+  figure.notes = std::move(notes);
+  return figure;
+}
+
+std::vector<SampleOverlay> write_sample_overlays(
+    CaptionerImpl& model,
+    const Vocabulary& vocabulary,
+    const Dataset& dataset,
+    int64_t count,
+    const ImageOptions& image,
+    const SearchOptions& search,
+    const VizOptions& viz,
+    const std::filesystem::path& out_dir) {
+  validate(viz);
+  BeamOptions greedy;
+  greedy.beam_size = 1;
+  greedy.max_length = search.max_length;
+  greedy.start_id = search.start_id;
+  greedy.end_id = search.end_id;
+  std::filesystem::create_directories(out_dir);
+  const int64_t total = std::min(count, dataset.size());
+  std::vector<SampleOverlay> written;
+  for (int64_t start = 0; start < total; start += kBatch) {
+    std::vector<Sample> samples;
+    std::vector<torch::Tensor> crops;
+    for (int64_t i = start; i < std::min(total, start + kBatch); ++i) {
+      samples.push_back(dataset.get(i));
+      crops.push_back(samples.back().image);
+    }
+    const auto captions = caption_images(model, torch::stack(crops), image, greedy);  // B captions
+    for (size_t b = 0; b < samples.size(); ++b) {
+      SampleOverlay overlay;
+      overlay.image_id = samples[b].image_id;
+      overlay.caption = join_words(vocabulary.decode(captions[b].tokens));
+      std::vector<std::string> notes = {"generated: " + overlay.caption};
+      for (const auto& reference : samples[b].references) {
+        overlay.references.push_back(join_words(reference));
+        notes.push_back("reference: " + overlay.references.back());
+      }
+      const auto figure = make_attention_figure(model, samples[b].image, captions[b], vocabulary, notes);
+      char position[16];
+      std::snprintf(position, sizeof(position), "%03lld", static_cast<long long>(start + b));
+      overlay.file = out_dir / (std::string(position) + "_" + file_safe(overlay.image_id) + ".png");
+      write_image_file(overlay.file, render_attention_figure(figure, viz));
+      written.push_back(std::move(overlay));
+    }
+  }
+  return written;
+}
+
+}  // namespace saccade

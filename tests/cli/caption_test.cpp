@@ -1,0 +1,268 @@
+// `saccade caption` and `saccade visualize` end to end on a smoke run trained once for the suite:
+// captions on stdout, bad files reported per file, overlay PNGs of the expected size, --json,
+// and the one-line errors for a missing or mismatched checkpoint.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "test_util.h"
+
+namespace saccade::testing {
+namespace {
+
+// --- A minimal PNG writer (stored deflate blocks) and reader of the IHDR size, so this test
+// needs no image library.
+
+uint32_t crc32(const std::string& bytes) {
+  uint32_t crc = 0xffffffffu;
+  for (const unsigned char byte : bytes) {
+    crc ^= byte;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+std::string big_endian(uint32_t value) {
+  return {
+      static_cast<char>(value >> 24), static_cast<char>(value >> 16), static_cast<char>(value >> 8),
+      static_cast<char>(value)};
+}
+
+std::string png_chunk(const std::string& type, const std::string& data) {
+  return big_endian(static_cast<uint32_t>(data.size())) + type + data + big_endian(crc32(type + data));
+}
+
+// An RGB PNG of width x height whose pixel (x, y) is (x * 7, y * 5, (x + y) * 3) mod 256.
+void write_png(const std::filesystem::path& path, uint32_t width, uint32_t height) {
+  std::string raw;
+  for (uint32_t y = 0; y < height; ++y) {
+    raw += '\0';  // filter: none
+    for (uint32_t x = 0; x < width; ++x) {
+      raw += static_cast<char>(x * 7 % 256);
+      raw += static_cast<char>(y * 5 % 256);
+      raw += static_cast<char>((x + y) * 3 % 256);
+    }
+  }
+  std::string zlib = "\x78\x01";
+  for (size_t start = 0; start < raw.size(); start += 65535) {
+    const size_t length = std::min<size_t>(65535, raw.size() - start);
+    zlib += static_cast<char>(start + length == raw.size() ? 1 : 0);
+    zlib += static_cast<char>(length & 0xff);
+    zlib += static_cast<char>(length >> 8);
+    zlib += static_cast<char>(~length & 0xff);
+    zlib += static_cast<char>((~length >> 8) & 0xff);
+    zlib += raw.substr(start, length);
+  }
+  uint32_t a = 1, b = 0;
+  for (const unsigned char byte : raw) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  zlib += big_endian((b << 16) | a);
+  const std::string header = big_endian(width) + big_endian(height) + std::string("\x08\x02\x00\x00\x00", 5);
+  write_file(
+      path, std::string("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", header) + png_chunk("IDAT", zlib) +
+                png_chunk("IEND", ""));
+}
+
+// {width, height} from a PNG's IHDR.
+std::array<uint32_t, 2> png_size(const std::filesystem::path& path) {
+  const std::string bytes = read_file(path);
+  if (bytes.size() < 24 || bytes.compare(1, 3, "PNG") != 0)
+    throw std::runtime_error("not a PNG: " + path.string());
+  auto read = [&](size_t at) {
+    uint32_t value = 0;
+    for (size_t i = 0; i < 4; ++i) value = (value << 8) | static_cast<unsigned char>(bytes[at + i]);
+    return value;
+  };
+  return {read(16), read(20)};
+}
+
+int word_count(const std::string& caption) {
+  std::istringstream words(caption);
+  int count = 0;
+  for (std::string word; words >> word;) ++count;
+  return count;
+}
+
+// The overlay grid size for a caption of `words` words with the default viz options (panel 224,
+// label 28, 6 columns, gap 4) and the caption as one note line.
+std::array<uint32_t, 2> expected_grid(int words) {
+  const uint32_t panels = static_cast<uint32_t>(words) + 1;
+  const uint32_t columns = std::min<uint32_t>(6, panels);
+  const uint32_t rows = (panels + columns - 1) / columns;
+  return {columns * 224 + (columns + 1) * 4, rows * (224 + 28) + (rows + 1) * 4 + 28 + 4};
+}
+
+// "file<TAB>caption" lines of stdout.
+std::vector<std::pair<std::string, std::string>> caption_lines(const std::string& out) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::istringstream text(out);
+  for (std::string line; std::getline(text, line);) {
+    const auto tab = line.find('\t');
+    if (tab != std::string::npos) lines.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+  }
+  return lines;
+}
+
+// Whether `text` ends with one line that starts with `prefix` (an error in one line, after any log).
+bool is_last_line(const std::string& text, const std::string& prefix) {
+  const auto at = text.rfind(prefix);
+  return at != std::string::npos && (at == 0 || text[at - 1] == '\n') &&
+         text.find('\n', at) == text.size() - 1;
+}
+
+class CaptionTest : public ::testing::Test {
+ protected:
+  // One smoke run for the whole suite (training is the slow part).
+  static void SetUpTestSuite() {
+    work_ = std::make_unique<TempDir>();
+    const auto result =
+        run_saccade({"train", "-cp", (source_dir() / "configs").string(), "experiment=smoke"}, work_->path());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    for (const auto& entry : std::filesystem::directory_iterator(work_->path() / "experiments/smoke"))
+      run_ = entry.path();
+  }
+  static void TearDownTestSuite() { work_.reset(); }
+
+  static std::unique_ptr<TempDir> work_;
+  static std::filesystem::path run_;
+};
+
+std::unique_ptr<TempDir> CaptionTest::work_;
+std::filesystem::path CaptionTest::run_;
+
+TEST_F(CaptionTest, CaptionsImagesReportsBadFilesAndWritesOverlays) {
+  TempDir inputs;
+  write_png(inputs / "wide.png", 70, 40);
+  write_png(inputs / "square.png", 64, 64);
+  write_file(inputs / "notes.txt", "not an image\n");
+  const auto out = inputs / "overlays";
+  const auto result = run_saccade(
+      {"caption", (inputs / "wide.png").string(), (inputs / "notes.txt").string(),
+       (inputs / "square.png").string(), "--run", run_.string(), "--out", out.string()},
+      work_->path());
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("notes.txt"), std::string::npos) << result.err;
+  const auto lines = caption_lines(result.out);
+  ASSERT_EQ(lines.size(), 2u) << result.out;
+  EXPECT_EQ(lines[0].first, (inputs / "wide.png").string());
+  EXPECT_EQ(lines[1].first, (inputs / "square.png").string());
+  const std::pair<std::string, std::string> overlays[2] = {
+      {"wide.png", lines[0].second}, {"square.png", lines[1].second}};
+  for (const auto& [file, caption] : overlays) {
+    EXPECT_FALSE(caption.empty()) << file;
+    ASSERT_TRUE(std::filesystem::exists(out / file)) << file;
+    EXPECT_EQ(png_size(out / file), expected_grid(word_count(caption))) << file << ": " << caption;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out / "notes.png"));
+}
+
+TEST_F(CaptionTest, FolderIsExpandedSortedIntoTheRunsCaptionsFolder) {
+  TempDir inputs;
+  write_png(inputs / "b.png", 48, 48);
+  write_png(inputs / "a.png", 32, 80);
+  write_file(inputs / "README", "ignored: not an image name\n");
+  const auto result = run_saccade({"caption", inputs.path().string(), "--run", run_.string()}, work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = caption_lines(result.out);
+  ASSERT_EQ(lines.size(), 2u) << result.out;
+  EXPECT_EQ(lines[0].first, (inputs / "a.png").string());
+  EXPECT_EQ(lines[1].first, (inputs / "b.png").string());
+  EXPECT_TRUE(std::filesystem::exists(run_ / "captions/a.png"));
+  EXPECT_TRUE(std::filesystem::exists(run_ / "captions/b.png"));
+}
+
+TEST_F(CaptionTest, JsonHasCaptionLogProbAndOneAttentionGridPerWord) {
+  TempDir inputs;
+  write_png(inputs / "x.png", 64, 64);
+  const auto result = run_saccade(
+      {"caption", (inputs / "x.png").string(), "--run", run_.string(), "--out", (inputs / "o").string(),
+       "--json"},
+      work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const YAML::Node doc = YAML::Load(result.out);  // JSON is YAML
+  ASSERT_TRUE(doc.IsSequence()) << result.out;
+  ASSERT_EQ(doc.size(), 1u);
+  const YAML::Node item = doc[0];
+  EXPECT_EQ(item["file"].as<std::string>(), (inputs / "x.png").string());
+  const std::string caption = item["caption"].as<std::string>();
+  EXPECT_EQ(static_cast<int>(item["words"].size()), word_count(caption));
+  EXPECT_LE(item["log_prob"].as<double>(), 0.0);
+  const int64_t locations = item["grid"][0].as<int64_t>() * item["grid"][1].as<int64_t>();
+  ASSERT_EQ(item["attention"].size(), item["words"].size());
+  for (const auto& row : item["attention"]) {
+    ASSERT_EQ(static_cast<int64_t>(row.size()), locations);
+    double sum = 0;
+    for (const auto& weight : row) sum += weight.as<double>();
+    EXPECT_NEAR(sum, 1.0, 1e-4);
+  }
+  EXPECT_TRUE(std::filesystem::exists(item["overlay"].as<std::string>()));
+}
+
+TEST_F(CaptionTest, VisualizeWritesOverlaysWithReferencesIntoSamples) {
+  const auto result = run_saccade(
+      {"visualize", "-cp", (source_dir() / "configs").string(), "--run", run_.string(), "--split", "val",
+       "--n", "3"},
+      work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  int pngs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(run_ / "samples")) {
+    if (entry.path().extension() == ".png") ++pngs;
+  }
+  EXPECT_EQ(pngs, 3);
+  EXPECT_EQ(caption_lines(result.out).size(), 3u) << result.out;
+}
+
+TEST_F(CaptionTest, MissingCheckpointIsOneLine) {
+  TempDir inputs;
+  write_png(inputs / "x.png", 16, 16);
+  const auto result = run_saccade(
+      {"caption", (inputs / "x.png").string(), "--run", (inputs / "no_run").string()}, work_->path());
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(is_last_line(result.err, "saccade: error: No checkpoint at")) << result.err;
+}
+
+TEST_F(CaptionTest, ConfigThatDoesNotFitTheWeightsIsOneLine) {
+  TempDir copy;
+  std::filesystem::copy(run_ / "checkpoints", copy / "checkpoints", std::filesystem::copy_options::recursive);
+  const auto config_file = copy / "checkpoints/best/config.yaml";
+  std::string config = read_file(config_file);
+  const auto at = config.find("hidden_dim: 32");
+  ASSERT_NE(at, std::string::npos) << config;
+  config.replace(at, 14, "hidden_dim: 48");
+  write_file(config_file, config);
+  TempDir inputs;
+  write_png(inputs / "x.png", 16, 16);
+  const auto result =
+      run_saccade({"caption", (inputs / "x.png").string(), "--run", copy.path().string()}, work_->path());
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(is_last_line(result.err, "saccade: error: The checkpoint ")) << result.err;
+  EXPECT_NE(result.err.find("does not match its config.yaml and vocab.json"), std::string::npos)
+      << result.err;
+}
+
+TEST_F(CaptionTest, BeamSearchCaptionsWithAttentionAndRejectsZeroBeams) {
+  TempDir inputs;
+  write_png(inputs / "x.png", 64, 64);
+  const auto out = inputs / "o";
+  const auto result = run_saccade(
+      {"caption", (inputs / "x.png").string(), "--run", run_.string(), "--out", out.string(), "--beam", "3"},
+      work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = caption_lines(result.out);
+  ASSERT_EQ(lines.size(), 1u) << result.out;
+  EXPECT_EQ(png_size(out / "x.png"), expected_grid(word_count(lines[0].second)));
+
+  const auto zero = run_saccade({"caption", "x.png", "--run", run_.string(), "--beam", "0"}, work_->path());
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--beam must be a positive integer, got '0'"), std::string::npos) << zero.err;
+}
+
+}  // namespace
+}  // namespace saccade::testing

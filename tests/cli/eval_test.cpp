@@ -1,0 +1,108 @@
+// `saccade eval` end to end: train the smoke experiment once, evaluate it with beam search, check
+// the COCO results file, the scores file (numbers in range, shapes metrics present) and the
+// printout; a run folder without a checkpoint fails with one line.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "test_util.h"
+
+namespace saccade::testing {
+namespace {
+
+std::filesystem::path configs() {
+  return source_dir() / "configs";
+}
+
+class EvalTest : public ::testing::Test {
+ protected:
+  // One smoke training for the whole suite (it takes seconds, but only once). The smoke
+  // experiment turns the BLAS speed warning off; eval's own runs do the same.
+  static void SetUpTestSuite() {
+    work_ = std::make_unique<TempDir>();
+    const auto result = run_saccade({"train", "-cp", configs().string(), "experiment=smoke"}, work_->path());
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    for (const auto& entry : std::filesystem::directory_iterator(work_->path() / "experiments/smoke"))
+      run_ = entry.path();
+  }
+  static void TearDownTestSuite() { work_.reset(); }
+
+  CommandResult eval(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"eval",  "-cp",         configs().string(),
+                                     "--run", run_.string(), "runtime.check_blas=false"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_saccade(args, work_->path());
+  }
+
+  static std::unique_ptr<TempDir> work_;
+  static std::filesystem::path run_;
+};
+
+std::unique_ptr<TempDir> EvalTest::work_;
+std::filesystem::path EvalTest::run_;
+
+TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
+  const auto result = eval({"decode.beam_size=2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("beam 2 search"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("BLEU-4"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("pointing game"), std::string::npos) << result.out;
+
+  // COCO results: one entry per test image (8 in the smoke world), numeric ids, text captions.
+  const YAML::Node results = YAML::LoadFile((run_ / "results/test.json").string());
+  ASSERT_TRUE(results.IsSequence());
+  EXPECT_EQ(results.size(), 8u);
+  for (const auto& entry : results) {
+    EXPECT_GE(entry["image_id"].as<int64_t>(), 0);
+    EXPECT_NO_THROW(entry["caption"].as<std::string>());
+  }
+
+  const YAML::Node scores = YAML::LoadFile((run_ / "results/test_scores.json").string());
+  EXPECT_EQ(scores["split"].as<std::string>(), "test");
+  EXPECT_EQ(scores["search"].as<std::string>(), "beam 2");
+  EXPECT_EQ(scores["images"].as<int>(), 8);
+  for (const char* metric : {"bleu1", "bleu4", "rouge_l"}) {
+    const double value = scores["corpus"][metric].as<double>();
+    EXPECT_GE(value, 0.0) << metric;
+    EXPECT_LE(value, 1.0) << metric;
+  }
+  EXPECT_GE(scores["corpus"]["cider_d"].as<double>(), 0.0);
+  EXPECT_TRUE(scores["corpus"]["meteor"].IsNull());
+  EXPECT_EQ(scores["per_image"].size(), 8u);
+  for (const char* metric :
+       {"pointing_accuracy", "pointing_baseline", "content_accuracy", "relation_accuracy"}) {
+    const double value = scores["shapes"][metric].as<double>();
+    EXPECT_GE(value, 0.0) << metric;
+    EXPECT_LE(value, 1.0) << metric;
+  }
+}
+
+TEST_F(EvalTest, ValSplitWithGreedy) {
+  const auto result = eval({"--split", "val", "decode.beam_size=1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("greedy search"), std::string::npos) << result.out;
+  EXPECT_TRUE(std::filesystem::exists(run_ / "results/val.json"));
+  EXPECT_TRUE(std::filesystem::exists(run_ / "results/val_scores.json"));
+}
+
+TEST_F(EvalTest, RunWithoutCheckpointFailsWithOneLine) {
+  TempDir empty;
+  const auto result = run_saccade(
+      {"eval", "-cp", configs().string(), "--run", empty.path().string(), "runtime.check_blas=false"},
+      work_->path());
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err.rfind("saccade: error: ", 0), 0u) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_TRUE(result.out.empty()) << result.out;
+}
+
+TEST_F(EvalTest, MissingRunFlagIsAUsageError) {
+  const auto result = run_saccade({"eval", "-cp", configs().string()}, work_->path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--run DIR"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace saccade::testing

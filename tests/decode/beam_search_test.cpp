@@ -1,0 +1,279 @@
+// Beam search: equality with greedy at beam 1, hand-worked Markov-chain decoders where the beam
+// beats greedy, min length, <unk> blocking, length normalization, captions that never end,
+// batching, option validation.
+#include "decode/beam_search.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "config/config.h"
+
+namespace saccade {
+namespace {
+
+// Token ids of the hand-built decoders (the Vocabulary's specials first).
+constexpr int64_t kStart = 1, kEnd = 2, kUnk = 3, kA = 4, kB = 5, kC = 6, kD = 7, kVocab = 8;
+
+// A decoder whose next-word distribution depends only on the previous word: p(next | prev) =
+// transitions[{prev, next}] (every pair not listed is impossible, logit -1e4). The deep output
+// computes logits = out(tanh(E y + out_h(h) + out_z(z))); with out_h and out_z zeroed and the
+// embedding 20 * identity, tanh gives exactly the one-hot of the previous word (tanh(20) rounds
+// to 1 in float), so logits[next] = out.weight[next][prev] = log p(next | prev).
+AttentionLSTMDecoder markov_decoder(const std::map<std::pair<int64_t, int64_t>, double>& transitions) {
+  DecoderOptions options;
+  options.vocab_size = kVocab;
+  options.annotation_dim = 3;
+  options.embed_dim = kVocab;
+  options.hidden_dim = 4;
+  options.attention_dim = 2;
+  options.dropout = 0.0;
+  options.deep_output = true;
+  AttentionLSTMDecoder decoder(options);
+  torch::NoGradGuard no_grad;
+  decoder->embedding->weight.copy_(20.0 * torch::eye(kVocab));
+  for (auto* linear : {&decoder->out_h, &decoder->out_z, &decoder->out}) {
+    (*linear)->weight.zero_();
+    (*linear)->bias.zero_();
+  }
+  decoder->out->weight.fill_(-1e4);
+  for (const auto& [pair, probability] : transitions) {
+    decoder->out->weight[pair.second][pair.first] = std::log(probability);
+  }
+  return decoder;
+}
+
+// start -> a .6 | b .4;  a -> <end> .4 | c .35 | d .25;  b -> <end> .9 | c .1;  c, d -> <end> 1.
+AttentionLSTMDecoder garden_path_decoder() {
+  return markov_decoder(
+      {{{kStart, kA}, 0.6},
+       {{kStart, kB}, 0.4},
+       {{kA, kEnd}, 0.4},
+       {{kA, kC}, 0.35},
+       {{kA, kD}, 0.25},
+       {{kB, kEnd}, 0.9},
+       {{kB, kC}, 0.1},
+       {{kC, kEnd}, 1.0},
+       {{kD, kEnd}, 1.0}});
+}
+
+BeamOptions beam(int64_t size, int64_t max_length = 5) {
+  BeamOptions options;
+  options.beam_size = size;
+  options.max_length = max_length;
+  return options;
+}
+
+torch::Tensor two_images() {
+  return torch::randn({2, 5, 3});  // B=2, L=5, D=3
+}
+
+class BeamSearchTest : public ::testing::Test {
+ protected:
+  BeamSearchTest() { torch::manual_seed(0); }
+};
+
+// Greedy: a (.6), then from a the best is <end> (.4): "a", p = .24.
+// Beam 2: step 0 keeps a (.6), b (.4). Step 1 extensions: a<end> .24, a c .21, a d .15,
+// b<end> .36, b c .04; the best two, b<end> and a<end>, both finish, so the image is done and
+// the answer is "b" with p = .36 > .24.
+TEST_F(BeamSearchTest, BeamTwoFindsTheSequenceGreedyMisses) {
+  auto decoder = garden_path_decoder();
+  const auto annotations = two_images();
+  const auto greedy = beam_search(*decoder, annotations, beam(1));
+  const auto beamed = beam_search(*decoder, annotations, beam(2));
+  for (int64_t b = 0; b < 2; ++b) {
+    EXPECT_EQ(greedy[b].tokens, std::vector<int64_t>{kA});
+    EXPECT_NEAR(greedy[b].log_prob, std::log(0.24), 1e-5);
+    EXPECT_EQ(beamed[b].tokens, std::vector<int64_t>{kB});
+    EXPECT_NEAR(beamed[b].log_prob, std::log(0.36), 1e-5);
+    EXPECT_TRUE(beamed[b].finished);
+    ASSERT_EQ(beamed[b].alphas.sizes(), (std::vector<int64_t>{1, 5}));
+  }
+}
+
+// min_length 2, beam 2: step 0 a (.6), b (.4); step 1 (<end> blocked) a c .21, a d .15 (b c .04
+// loses); step 2 both end with p 1: "a c" (.21) beats "a d" (.15).
+TEST_F(BeamSearchTest, MinLengthDelaysTheEnd) {
+  auto decoder = garden_path_decoder();
+  auto options = beam(2);
+  options.min_length = 2;
+  const auto captions = beam_search(*decoder, two_images(), options);
+  EXPECT_EQ(captions[0].tokens, (std::vector<int64_t>{kA, kC}));
+  // The log-probability is the model's, not renormalized over the allowed words.
+  EXPECT_NEAR(captions[0].log_prob, std::log(0.21), 1e-5);
+  EXPECT_EQ(captions[0].alphas.size(0), 2);
+}
+
+// start -> <unk> .5 | a .3 | b .2, then <end>. Beam 2 takes "<unk>" (.5); with <unk> blocked the
+// choice is between a (.3) and b (.2): "a", log-probability log .3.
+TEST_F(BeamSearchTest, BlockUnkNeverEmitsUnk) {
+  auto decoder = markov_decoder(
+      {{{kStart, kUnk}, 0.5},
+       {{kStart, kA}, 0.3},
+       {{kStart, kB}, 0.2},
+       {{kUnk, kEnd}, 1.0},
+       {{kA, kEnd}, 1.0},
+       {{kB, kEnd}, 1.0}});
+  auto options = beam(2);
+  EXPECT_EQ(beam_search(*decoder, two_images(), options)[0].tokens, std::vector<int64_t>{kUnk});
+  options.block_unk = true;
+  const auto blocked = beam_search(*decoder, two_images(), options)[0];
+  EXPECT_EQ(blocked.tokens, std::vector<int64_t>{kA});
+  EXPECT_NEAR(blocked.log_prob, std::log(0.3), 1e-5);
+}
+
+// start -> a .9 | b .1;  a -> <end> .55 | c .45;  b, c -> <end> 1. Beam 2 finishes "a" (p .495,
+// 2 tokens with <end>) and "a c" (p .405, 3 tokens). Raw sums: ln .495 = -0.703 > ln .405 =
+// -0.904, so "a". Penalty 1 (mean per token): -0.703 / 2 = -0.352 < -0.904 / 3 = -0.301, so "a c".
+TEST_F(BeamSearchTest, LengthPenaltyChangesTheWinner) {
+  auto decoder = markov_decoder(
+      {{{kStart, kA}, 0.9},
+       {{kStart, kB}, 0.1},
+       {{kA, kEnd}, 0.55},
+       {{kA, kC}, 0.45},
+       {{kB, kEnd}, 1.0},
+       {{kC, kEnd}, 1.0}});
+  auto options = beam(2);
+  EXPECT_EQ(beam_search(*decoder, two_images(), options)[0].tokens, std::vector<int64_t>{kA});
+  options.length_penalty = 1.0;
+  const auto normalized = beam_search(*decoder, two_images(), options)[0];
+  EXPECT_EQ(normalized.tokens, (std::vector<int64_t>{kA, kC}));
+  EXPECT_NEAR(normalized.log_prob, std::log(0.405), 1e-5);  // the raw log-probability is reported
+}
+
+// Random small decoders, as in the greedy tests.
+class RandomDecoderTest : public ::testing::Test {
+ protected:
+  RandomDecoderTest() {
+    torch::manual_seed(0);
+    DecoderOptions options;
+    options.vocab_size = 9;
+    options.annotation_dim = 6;
+    options.embed_dim = 5;
+    options.hidden_dim = 7;
+    options.attention_dim = 4;
+    options.dropout = 0.0;
+    decoder_ = AttentionLSTMDecoder(options);
+    annotations_ = torch::randn({8, 4, 6});  // B=8 images, L=4 locations, D=6
+  }
+
+  AttentionLSTMDecoder decoder_{nullptr};
+  torch::Tensor annotations_;
+};
+
+// Raising <end>'s bias makes some captions finish and others run to max_length: both paths.
+TEST_F(RandomDecoderTest, BeamOneEqualsGreedyExactly) {
+  int finished = 0, unfinished = 0;
+  for (double end_bias : {0.0, 1.0, 2.0}) {
+    {
+      torch::NoGradGuard no_grad;
+      decoder_->out->bias[kEnd] = end_bias;
+    }
+    for (int64_t max_length : {1, 3, 12}) {
+      SearchOptions greedy_options;
+      greedy_options.max_length = max_length;
+      const auto greedy = greedy_search(*decoder_, annotations_, greedy_options);
+      const auto beamed = beam_search(*decoder_, annotations_, beam(1, max_length));
+      ASSERT_EQ(beamed.size(), greedy.size());
+      for (size_t b = 0; b < greedy.size(); ++b) {
+        SCOPED_TRACE("image " + std::to_string(b) + ", max_length " + std::to_string(max_length));
+        EXPECT_EQ(beamed[b].tokens, greedy[b].tokens);
+        EXPECT_EQ(beamed[b].log_prob, greedy[b].log_prob);
+        EXPECT_EQ(beamed[b].finished, greedy[b].finished);
+        EXPECT_TRUE(torch::equal(beamed[b].alphas, greedy[b].alphas));
+        (greedy[b].finished ? finished : unfinished) += 1;
+      }
+    }
+  }
+  EXPECT_GT(finished, 0);
+  EXPECT_GT(unfinished, 0);
+}
+
+TEST_F(RandomDecoderTest, BatchedEqualsOneImageAtATime) {
+  const auto options = beam(3, 8);
+  const auto batched = beam_search(*decoder_, annotations_, options);
+  for (int64_t b = 0; b < annotations_.size(0); ++b) {
+    const auto alone = beam_search(*decoder_, annotations_.slice(0, b, b + 1), options);
+    EXPECT_EQ(batched[b].tokens, alone[0].tokens) << "image " << b;
+    EXPECT_NEAR(batched[b].log_prob, alone[0].log_prob, 1e-5) << "image " << b;
+    EXPECT_TRUE(torch::allclose(batched[b].alphas, alone[0].alphas, 1e-5, 1e-6)) << "image " << b;
+  }
+}
+
+// Word 5 wins every step by ~100 and <end> is ~1e4 below everything: no hypothesis ever ends.
+TEST_F(RandomDecoderTest, NoEndReturnsTheBestUnfinishedAtMaxLength) {
+  {
+    torch::NoGradGuard no_grad;
+    decoder_->out->bias.zero_();
+    decoder_->out->bias[5] = 100.0;
+    decoder_->out->bias[kEnd] = -1e4;
+  }
+  const auto captions = beam_search(*decoder_, annotations_, beam(3, 6));
+  for (const auto& caption : captions) {
+    EXPECT_EQ(caption.tokens, std::vector<int64_t>(6, 5));
+    EXPECT_FALSE(caption.finished);
+    EXPECT_NEAR(caption.log_prob, 0.0, 1e-3);  // six words of probability ~1, no seventh counted
+    ASSERT_EQ(caption.alphas.sizes(), (std::vector<int64_t>{6, 4}));
+    EXPECT_TRUE(torch::allclose(caption.alphas.sum(1), torch::ones({6}), 1e-5, 1e-5));
+  }
+}
+
+TEST_F(RandomDecoderTest, LeavesTrainingModeAsFound) {
+  decoder_->train();
+  beam_search(*decoder_, annotations_, beam(2));
+  EXPECT_TRUE(decoder_->is_training());
+}
+
+TEST_F(RandomDecoderTest, CaptionSearchPicksTheStrategy) {
+  auto options = beam(1, 4);
+  EXPECT_EQ(make_caption_search(options)->describe(), "greedy");
+  options.beam_size = 3;
+  const auto search = make_caption_search(options);
+  EXPECT_EQ(search->describe(), "beam 3");
+  const auto captions = search->search(*decoder_, annotations_);
+  const auto direct = beam_search(*decoder_, annotations_, options);
+  for (size_t b = 0; b < captions.size(); ++b) EXPECT_EQ(captions[b].tokens, direct[b].tokens);
+}
+
+TEST(BeamOptions, ReadsTheDecodeKeys) {
+  const Config config(YAML::Load(
+      "decode: {beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: true}"));
+  const BeamOptions options = beam_options_from(config);
+  EXPECT_EQ(options.beam_size, 5);
+  EXPECT_EQ(options.max_length, 16);
+  EXPECT_EQ(options.min_length, 2);
+  EXPECT_DOUBLE_EQ(options.length_penalty, 0.7);
+  EXPECT_TRUE(options.block_unk);
+}
+
+TEST(BeamOptions, RejectsBadValues) {
+  auto expect_error = [](BeamOptions options, const std::string& prefix) {
+    try {
+      validate(options);
+      ADD_FAILURE() << "no error for " << prefix;
+    } catch (const std::invalid_argument& error) {
+      EXPECT_EQ(std::string(error.what()).rfind(prefix, 0), 0u) << error.what();
+    }
+  };
+  auto options = beam(0);
+  expect_error(options, "decode.beam_size must be >= 1");
+  options = beam(2, 0);
+  expect_error(options, "decode.max_length must be >= 1");
+  options = beam(2, 4);
+  options.min_length = 5;
+  expect_error(options, "decode.min_length must be in [0, decode.max_length]");
+  options = beam(2);
+  options.length_penalty = -1;
+  expect_error(options, "decode.length_penalty must be");
+  options = beam(2);
+  options.unk_id = options.end_id;
+  expect_error(options, "The <unk> id must differ");
+}
+
+}  // namespace
+}  // namespace saccade

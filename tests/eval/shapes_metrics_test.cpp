@@ -1,0 +1,94 @@
+// Shapes-world metrics on a hand-made image: pointing game hits and baseline, content and
+// relation accuracy worked out by hand.
+#include "eval/shapes_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace saccade {
+namespace {
+
+// A 64 x 64 image under a 4 x 4 grid: 16-pixel cells with centres at 8, 24, 40, 56.
+const AttentionGrid kGrid{4, 4, 64, 64};
+
+// 0: small red circle [0,20)x[0,20): covers the centre (8,8) only, 1 cell.
+// 1: large blue square [30,64)x[30,64): centres x, y in {40, 56}, 4 cells.
+// 2: small red star [40,60)x[0,20): centres (40,8) and (56,8), 2 cells.
+std::vector<ShapesObject> objects() {
+  return {
+      {"circle", "red", "small", 0, 0, 20, 20},
+      {"square", "blue", "large", 30, 30, 64, 64},
+      {"star", "red", "small", 40, 0, 60, 20},
+  };
+}
+
+// All attention on cell (row, col).
+std::vector<float> peak(int row, int col) {
+  std::vector<float> alpha(16, 0.01f);
+  alpha[static_cast<size_t>(row * 4 + col)] = 0.85f;
+  return alpha;
+}
+
+ShapesCaption words(std::vector<std::string> list) {
+  return {std::move(list), {}};
+}
+
+TEST(ShapesMetrics, HandWorkedSplit) {
+  ShapesTally tally;
+  // "blue" names object 1 (peak (2,2), centre (40,40): hit, baseline 4/16); "square" object 1
+  // (peak (0,0): miss, 4/16); "red" is ambiguous (objects 0 and 2), skipped; "star" object 2
+  // (peak (0,3), centre (56,8): hit, 2/16). Relation "blue square above red star": 64 <= 0 false.
+  ShapesCaption first = words({"a", "blue", "square", "above", "a", "red", "star"});
+  first.alphas = {peak(0, 0), peak(2, 2), peak(0, 0), peak(1, 1), peak(1, 1), peak(0, 0), peak(0, 3)};
+  add_shapes_caption(tally, objects(), first, kGrid);
+  // Two red circles: one exists, so 1 of 2 matched.
+  add_shapes_caption(tally, objects(), words({"two", "red", "circles"}), kGrid);
+  // Left of: the circle's x1 = 20 <= the square's x0 = 30: true; both mentions match.
+  add_shapes_caption(
+      tally, objects(), words({"a", "red", "circle", "to", "the", "left", "of", "a", "blue", "square"}),
+      kGrid);
+  // "on the right" is a region, not a relation; the star matches.
+  add_shapes_caption(tally, objects(), words({"a", "red", "star", "on", "the", "right"}), kGrid);
+  // No attribute stated: not a mention.
+  add_shapes_caption(tally, objects(), words({"there", "are", "three", "shapes"}), kGrid);
+  // "big" is "large": the large square matches.
+  add_shapes_caption(tally, objects(), words({"a", "big", "square"}), kGrid);
+
+  const ShapesScores scores = finish(tally);
+  EXPECT_EQ(scores.pointing_words, 3);
+  EXPECT_DOUBLE_EQ(scores.pointing_accuracy, 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(scores.pointing_baseline, (4.0 + 4.0 + 2.0) / 16.0 / 3.0);
+  // Mentions: 2 (both match) + 2 (1) + 2 (2) + 1 (1) + 0 + 1 (1) = 8, 7 matched.
+  EXPECT_EQ(scores.object_mentions, 8);
+  EXPECT_DOUBLE_EQ(scores.content_accuracy, 7.0 / 8.0);
+  EXPECT_EQ(scores.relations, 2);
+  EXPECT_DOUBLE_EQ(scores.relation_accuracy, 0.5);
+}
+
+TEST(ShapesMetrics, WrongColorDoesNotMatch) {
+  ShapesTally tally;
+  add_shapes_caption(tally, objects(), words({"a", "green", "circle", "below", "a", "red", "star"}), kGrid);
+  const ShapesScores scores = finish(tally);
+  EXPECT_DOUBLE_EQ(scores.content_accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(scores.relation_accuracy, 0.0);  // no green circle, so nothing can stand below
+}
+
+TEST(ShapesMetrics, EmptyTallyGivesZeros) {
+  const ShapesScores scores = finish(ShapesTally{});
+  EXPECT_EQ(scores.pointing_words, 0);
+  EXPECT_EQ(scores.pointing_accuracy, 0.0);
+  EXPECT_EQ(scores.content_accuracy, 0.0);
+}
+
+TEST(ShapesMetrics, RejectsMismatchedAttention) {
+  ShapesTally tally;
+  ShapesCaption caption = words({"a", "blue", "square"});
+  caption.alphas = {peak(0, 0)};
+  EXPECT_THROW(add_shapes_caption(tally, objects(), caption, kGrid), std::invalid_argument);
+  caption.alphas = {peak(0, 0), std::vector<float>(3, 0.0f), peak(0, 0)};
+  EXPECT_THROW(add_shapes_caption(tally, objects(), caption, kGrid), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace saccade
