@@ -23,6 +23,8 @@ TrainerSetup trainer_setup_from(const Config& config, const std::filesystem::pat
   validate(setup.encoder);
   setup.decoder = decoder_options_from(config);
   setup.scores = score_options_from(config);
+  setup.viz = viz_options_from(config);
+  validate(setup.viz);
   setup.config_yaml = config.to_yaml(true);
   setup.run_dir = run_dir;
   return setup;
@@ -41,6 +43,15 @@ void print_summary(
     std::cout << "Test (best checkpoint):  BLEU-1 " << result.test->bleu[0] << "  BLEU-4 "
               << result.test->bleu[3] << "  ROUGE-L " << result.test->rouge_l << "  CIDEr-D "
               << result.test->cider_d << "\n";
+  }
+  if (result.test_shapes) {
+    const ShapesScores& shapes = *result.test_shapes;
+    std::cout << "Test attention and content (shapes world):\n"
+              << "  pointing game " << shapes.pointing_accuracy << " over " << shapes.pointing_words
+              << " words (random attention: " << shapes.pointing_baseline << ")\n"
+              << "  content accuracy " << shapes.content_accuracy << " over " << shapes.object_mentions
+              << " object mentions; relation accuracy " << shapes.relation_accuracy << " over "
+              << shapes.relations << " relations\n";
   }
   if (result.best_metric) {
     std::cout << "Best " << options.val_metric << " " << *result.best_metric << " at epoch "

@@ -25,7 +25,8 @@ class CaptionerImpl : public torch::nn::Module {
 
   // Teacher-forced pass: images [B, 3, H, W], tokens [B, T] (<start> w1 .. wn, padded), lengths
   // [B] (steps per caption) -> logits [B, T, V], alphas, gates (see DecoderOutput).
-  DecoderOutput forward(const torch::Tensor& images, const torch::Tensor& tokens, const torch::Tensor& lengths);
+  DecoderOutput forward(
+      const torch::Tensor& images, const torch::Tensor& tokens, const torch::Tensor& lengths);
 
   Encoder encoder{nullptr};
   AttentionLSTMDecoder decoder{nullptr};

@@ -21,6 +21,8 @@
 #include "models/captioner.h"
 #include "models/feature_cache.h"
 #include "train/checkpoint.h"
+#include "train/shapes_evaluator.h"
+#include "viz/sample_overlays.h"
 
 namespace saccade {
 namespace {
@@ -133,7 +135,8 @@ Decoded decode_split(
     const FeatureCache* features,
     const Vocabulary& vocabulary,
     const TrainOptions& options,
-    int64_t max_images) {
+    int64_t max_images,
+    ShapesEvaluator* shapes = nullptr) {
   torch::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
@@ -151,7 +154,11 @@ Decoded decode_split(
       if (max_images > 0 && static_cast<int64_t>(decoded.in_order.size()) >= max_images) break;
       SampleCaption sample;
       sample.image_id = batch->image_ids[b];
-      sample.caption = join_words(vocabulary.decode(captions[b].tokens));
+      const std::vector<std::string> words = vocabulary.decode(captions[b].tokens);
+      sample.caption = join_words(words);
+      if (shapes != nullptr) {
+        shapes->add(sample.image_id, words, captions[b].alphas, batch->images.size(2), batch->images.size(3));
+      }
       for (const auto& reference : batch->references[b]) sample.references.push_back(join_words(reference));
       decoded.references[sample.image_id] = sample.references;
       decoded.candidates[sample.image_id] = sample.caption;
@@ -407,7 +414,11 @@ TrainResult train_captioner(const TrainerSetup& setup) {
   if (test_set->size() > 0 && std::filesystem::exists(checkpoints / "best")) {
     load_checkpoint(checkpoints / "best", *model, nullptr);
     Loader test_loader(test_set, setup.eval_loader, setup.dataset.image);
-    Decoded decoded = decode_split(*model, test_loader, test_features.get(), vocabulary, options, 0);
+    std::optional<ShapesEvaluator> shapes;
+    if (setup.dataset.kind == "shapes") shapes.emplace(setup.dataset);
+    Decoded decoded = decode_split(
+        *model, test_loader, test_features.get(), vocabulary, options, 0, shapes ? &*shapes : nullptr);
+    if (shapes) result.test_shapes = shapes->scores();
     result.test = score_captions(decoded.references, decoded.candidates, setup.scores);
     auto row = score_row(*result.test);
     row["kind"] = "test";
@@ -419,6 +430,15 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     const auto count =
         std::min<size_t>(decoded.in_order.size(), static_cast<size_t>(options.sample_captions));
     result.samples.assign(decoded.in_order.begin(), decoded.in_order.begin() + count);
+    if (setup.viz.sample_images > 0) {
+      SearchOptions search;
+      search.max_length = options.max_length;
+      search.start_id = Vocabulary::kStart;
+      search.end_id = Vocabulary::kEnd;
+      write_sample_overlays(
+          *model, vocabulary, *test_set, setup.viz.sample_images, setup.dataset.image, search, setup.viz,
+          setup.run_dir / "samples");
+    }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;

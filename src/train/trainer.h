@@ -24,9 +24,11 @@
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "eval/caption_scores.h"
+#include "eval/shapes_metrics.h"
 #include "models/decoder.h"
 #include "models/encoder.h"
 #include "train/objectives.h"
+#include "viz/attention_overlay.h"
 
 namespace saccade {
 
@@ -75,6 +77,7 @@ struct TrainerSetup {
   EncoderOptions encoder;
   DecoderOptions decoder;  // vocab_size and annotation_dim are filled in by the trainer
   ScoreOptions scores;
+  VizOptions viz;           // the attention overlays of a few test images, into samples/
   std::string config_yaml;  // the resolved config, saved with every checkpoint
   std::filesystem::path run_dir;
 };
@@ -92,10 +95,11 @@ struct TrainResult {
   bool stopped_early = false;
   std::optional<double> best_metric;  // of TrainOptions::val_metric
   int64_t best_epoch = 0;
-  CaptionScores last_validation;       // scores of the last epoch's validation
-  std::optional<CaptionScores> test;   // the best checkpoint on the whole test split (if any)
-  std::vector<SampleCaption> samples;  // the first test images captioned by the best model
-  int64_t skipped_images = 0;          // images left out under data.on_bad_image: skip
+  CaptionScores last_validation;            // scores of the last epoch's validation
+  std::optional<CaptionScores> test;        // the best checkpoint on the whole test split (if any)
+  std::optional<ShapesScores> test_shapes;  // pointing game, content and relation accuracy (shapes)
+  std::vector<SampleCaption> samples;       // the first test images captioned by the best model
+  int64_t skipped_images = 0;               // images left out under data.on_bad_image: skip
   double seconds = 0.0;
 };
 

@@ -206,6 +206,8 @@ TEST_F(CaptionTest, JsonHasCaptionLogProbAndOneAttentionGridPerWord) {
 }
 
 TEST_F(CaptionTest, VisualizeWritesOverlaysWithReferencesIntoSamples) {
+  // Training already drew a few test images there; count only what visualize writes.
+  std::filesystem::remove_all(run_ / "samples");
   const auto result = run_saccade(
       {"visualize", "-cp", (source_dir() / "configs").string(), "--run", run_.string(), "--split", "val",
        "--n", "3"},

@@ -81,6 +81,7 @@ TEST(Train, SmokeRunWritesMetricsCheckpointsAndSummary) {
   for (const auto& row : rows) tests += row.at("kind") == "test" ? 1 : 0;
   EXPECT_EQ(tests, 1);
   EXPECT_NE(result.out.find("Test (best checkpoint):  BLEU-1"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("pointing game"), std::string::npos) << result.out;
   EXPECT_FALSE(train_losses(run).empty());
   for (const char* which : {"best", "last"}) {
     for (const char* file :
@@ -89,6 +90,11 @@ TEST(Train, SmokeRunWritesMetricsCheckpointsAndSummary) {
     }
   }
   EXPECT_NE(read_file(run / "checkpoints/last/state.json").find("\"epoch\": 2"), std::string::npos);
+  int overlays = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(run / "samples")) {
+    overlays += entry.path().extension() == ".png" ? 1 : 0;
+  }
+  EXPECT_GT(overlays, 0);
 }
 
 TEST(Train, SameSeedGivesIdenticalLosses) {

@@ -229,6 +229,20 @@ TEST_F(DecoderTest, StepSeesParameterUpdates) {
   EXPECT_LT(max_diff(fresh->step(state, prev).logits, after), 1e-6);
 }
 
+TEST_F(DecoderTest, StepRunsInInferenceMode) {
+  // Decoding runs under inference mode; the step must give what it gives with autograd on.
+  AttentionLSTMDecoder decoder(small_options("multihead", Gate::vector));
+  decoder->eval();
+  const auto batch = small_batch();
+  const auto prev = torch::tensor({1, 2, 3}, torch::kLong);
+  const auto expected = decoder->step(decoder->init_state(batch.annotations), prev).logits.detach();
+  c10::InferenceMode inference;
+  for (int repeat = 0; repeat < 2; ++repeat) {  // the second call reuses the fused weights
+    const auto actual = decoder->step(decoder->init_state(batch.annotations), prev).logits;
+    EXPECT_LT(max_diff(actual, expected), 1e-6);
+  }
+}
+
 TEST_F(DecoderTest, StateExpandsForBeams) {
   AttentionLSTMDecoder decoder(small_options());
   decoder->eval();
