@@ -18,7 +18,7 @@ void validate(const RuntimeOptions& options);
 // only: LibTorch allows setting them once), log level, and the BLAS speed check.
 void apply_runtime(const RuntimeOptions& options);
 
-// GFLOP/s of a 256x256 float matmul on this machine (median of several runs).
+// GFLOP/s of a size x size float matmul on this machine (the fastest of several runs).
 double measure_matmul_gflops(int size = 256);
 
 // libgomp reads OMP_WAIT_POLICY when it loads, before main(). With its default (active) policy
