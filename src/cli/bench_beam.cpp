@@ -12,7 +12,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "cli/command.h"
+#include "cli/bench.h"
 #include "cli/runtime.h"
 #include "decode/beam_search.h"
 #include "models/decoder.h"
@@ -23,19 +23,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kLocations = 196, kBatch = 32, kMaxLength = 20;
-
-DecoderOptions peer_decoder() {
-  DecoderOptions options;
-  options.vocab_size = 10000;
-  options.annotation_dim = 2048;
-  options.embed_dim = 512;
-  options.hidden_dim = 512;
-  options.attention_kind = "additive";
-  options.attention_dim = 512;
-  options.gate = Gate::vector;
-  options.deep_output = false;
-  return options;
-}
 
 // Best (least disturbed on a shared machine) ms per image of `repeats` timed searches over
 // annotations [B, L, D], after one untimed warm-up search.
@@ -59,7 +46,7 @@ double ms_per_image(
 
 int bench_beam(const Job&) {
   torch::manual_seed(0);
-  AttentionLSTMDecoder decoder(peer_decoder());
+  AttentionLSTMDecoder decoder(peer_decoder_options());
   decoder->eval();
   const auto single = torch::randn({1, kLocations, 2048});        // [1, L, D]
   const auto batched = torch::randn({kBatch, kLocations, 2048});  // [B, L, D]

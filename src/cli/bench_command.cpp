@@ -7,14 +7,24 @@
 #include <thread>
 #include <vector>
 
-#include "cli/command.h"
+#include "cli/bench.h"
 #include "cli/runtime.h"
 
 namespace saccade::cli {
 
-int bench_decoder(const Job& job);  // bench_decoder.cpp
-int bench_loader(const Job& job);   // bench_loader.cpp
-int bench_beam(const Job& job);     // bench_beam.cpp
+DecoderOptions peer_decoder_options() {
+  DecoderOptions options;
+  options.vocab_size = 10000;
+  options.annotation_dim = 2048;
+  options.embed_dim = 512;
+  options.hidden_dim = 512;
+  options.attention_kind = "additive";
+  options.attention_dim = 512;
+  options.gate = Gate::vector;
+  options.deep_output = false;
+  options.dropout = 0.5;
+  return options;
+}
 
 namespace {
 

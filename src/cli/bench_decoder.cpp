@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/command.h"
+#include "cli/bench.h"
 #include "cli/runtime.h"
 #include "models/decoder.h"
 #include "train/objectives.h"
@@ -39,20 +39,6 @@ double seconds_since(Clock::time_point start) {
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
-}
-
-DecoderOptions peer_options() {
-  DecoderOptions options;
-  options.vocab_size = 10000;
-  options.annotation_dim = 2048;
-  options.embed_dim = 512;
-  options.hidden_dim = 512;
-  options.attention_kind = "additive";
-  options.attention_dim = 512;
-  options.gate = Gate::vector;
-  options.deep_output = false;
-  options.dropout = 0.5;
-  return options;
 }
 
 // Useful FLOPs of one training step (multiply-adds count 2; elementwise work is not counted).
@@ -134,7 +120,7 @@ int bench_decoder(const Job& job) {
   std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
 
   torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
-  const DecoderOptions options = peer_options();
+  const DecoderOptions options = peer_decoder_options();
   AttentionLSTMDecoder decoder(options);
   decoder->train();
   torch::optim::Adam optimizer(decoder->parameters(), torch::optim::AdamOptions(4e-4));

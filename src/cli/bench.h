@@ -1,0 +1,18 @@
+// The benchmark cases of `saccade bench` (one file each) and what they share.
+#pragma once
+
+#include "cli/command.h"
+#include "models/decoder.h"
+
+namespace saccade::cli {
+
+int bench_decoder(const Job& job);  // bench_decoder.cpp: one training step
+int bench_beam(const Job& job);     // bench_beam.cpp: greedy and beam search
+int bench_loader(const Job& job);   // bench_loader.cpp: image decoding and batching
+
+// The decoder the peer implementations publish numbers for: D=2048 annotations, attention,
+// embedding and LSTM of 512, V=10000, additive attention, vector gate, no deep output,
+// dropout 0.5.
+DecoderOptions peer_decoder_options();
+
+}  // namespace saccade::cli
