@@ -122,6 +122,15 @@ std::unique_ptr<FeatureCache> open_features(
   return cache;
 }
 
+// The search used for validation, test scores and samples: greedy, up to train.max_length words.
+SearchOptions greedy_options(const TrainOptions& options) {
+  SearchOptions search;
+  search.max_length = options.max_length;
+  search.start_id = Vocabulary::kStart;
+  search.end_id = Vocabulary::kEnd;
+  return search;
+}
+
 // Greedy captions for the images of `loader`'s dataset (at most max_images; 0 = all).
 struct Decoded {
   std::map<std::string, std::vector<std::string>> references;  // raw text per image id
@@ -140,10 +149,7 @@ Decoded decode_split(
   torch::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
-  SearchOptions search;
-  search.max_length = options.max_length;
-  search.start_id = Vocabulary::kStart;
-  search.end_id = Vocabulary::kEnd;
+  const SearchOptions search = greedy_options(options);
   Decoded decoded;
   loader.start_epoch(0);
   while (std::optional<Batch> batch = loader.next()) {
@@ -431,13 +437,9 @@ TrainResult train_captioner(const TrainerSetup& setup) {
         std::min<size_t>(decoded.in_order.size(), static_cast<size_t>(options.sample_captions));
     result.samples.assign(decoded.in_order.begin(), decoded.in_order.begin() + count);
     if (setup.viz.sample_images > 0) {
-      SearchOptions search;
-      search.max_length = options.max_length;
-      search.start_id = Vocabulary::kStart;
-      search.end_id = Vocabulary::kEnd;
       write_sample_overlays(
-          *model, vocabulary, *test_set, setup.viz.sample_images, setup.dataset.image, search, setup.viz,
-          setup.run_dir / "samples");
+          *model, vocabulary, *test_set, setup.viz.sample_images, setup.dataset.image,
+          greedy_options(options), setup.viz, setup.run_dir / "samples");
     }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
