@@ -85,7 +85,7 @@ const std::vector<CommandSpec>& commands() {
        false,
        run_prepare},
       {"bench",
-       "Measure speed: `saccade bench <case>`; `saccade bench --help` lists the cases.",
+       "Measure speed: `saccade bench <case>` with case decoder, beam, loader or machine.",
        "Runs one benchmark case and prints its numbers beside the machine's matmul GFLOP/s.\n"
        "Run `saccade bench` with no case to list the cases.",
        {},
