@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "config/config.h"
+#include "tiny_decoder.h"
 
 namespace saccade {
 namespace {
@@ -151,14 +152,7 @@ class RandomDecoderTest : public ::testing::Test {
  protected:
   RandomDecoderTest() {
     torch::manual_seed(0);
-    DecoderOptions options;
-    options.vocab_size = 9;
-    options.annotation_dim = 6;
-    options.embed_dim = 5;
-    options.hidden_dim = 7;
-    options.attention_dim = 4;
-    options.dropout = 0.0;
-    decoder_ = AttentionLSTMDecoder(options);
+    decoder_ = testing::tiny_decoder();
     annotations_ = torch::randn({8, 4, 6});  // B=8 images, L=4 locations, D=6
   }
 

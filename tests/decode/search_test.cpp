@@ -1,5 +1,6 @@
 // Greedy search: agreement with step-by-step argmax, <end> handling, captions that never end.
 #include "decode/search.h"
+#include "tiny_decoder.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -11,14 +12,7 @@ class GreedySearchTest : public ::testing::Test {
  protected:
   GreedySearchTest() {
     torch::manual_seed(0);
-    DecoderOptions options;
-    options.vocab_size = 9;
-    options.annotation_dim = 6;
-    options.embed_dim = 5;
-    options.hidden_dim = 7;
-    options.attention_dim = 4;
-    options.dropout = 0.0;
-    decoder_ = AttentionLSTMDecoder(options);
+    decoder_ = testing::tiny_decoder();
     annotations_ = torch::randn({3, 4, 6});  // B=3 images, L=4 locations, D=6
     search_.max_length = 6;
   }
