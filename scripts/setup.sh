@@ -10,6 +10,9 @@ packages=(
   libopencv-dev libyaml-cpp-dev libgtest-dev libgmock-dev
   # Reference tensors for the native ResNet/VGG agreement tests.
   python3-torchvision
+  # Independent readers for the tests: the report page is rendered in headless Chromium,
+  # TensorBoard event files are decoded by protoc --decode_raw.
+  chromium protobuf-compiler
 )
 
 missing=()

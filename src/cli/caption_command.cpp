@@ -146,12 +146,6 @@ Json tensor_json(const torch::Tensor& tensor) {
   return Json(std::move(items));
 }
 
-std::string join_words(const std::vector<std::string>& words) {
-  std::string text;
-  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
-  return text;
-}
-
 VizOptions viz_options_or_defaults(const Config& config) {
   VizOptions options = config.has("viz") ? viz_options_from(config) : VizOptions{};
   validate(options);

@@ -71,5 +71,6 @@ int run_prepare(const Job& job);
 int run_eval(const Job& job);
 int run_caption(const Job& job);
 int run_visualize(const Job& job);
+int run_report(const Job& job);
 
 }  // namespace saccade::cli

@@ -63,6 +63,16 @@ const std::vector<CommandSpec>& commands() {
        false,
        false,
        run_visualize},
+      {"report",
+       "Rebuild report.html of a run folder or a sweep folder.",
+       "Writes <DIR>/report.html from the files the run left (metrics, scores, samples, config); for a\n"
+       "multirun's sweep folder, every job's page and the sweep page comparing them. Training writes\n"
+       "these pages itself; this rebuilds them, e.g. after `saccade eval` or by hand.",
+       {{"--run", "DIR", "a run folder (with config.yaml) or a sweep folder (with multirun.yaml)"}},
+       false,
+       false,
+       false,
+       run_report},
       {"extract",
        "Run the encoder over a split or loose images and cache the annotation grids.",
        "Writes fp16 safetensors shards for every split of the dataset (in --out DIR, default\n"

@@ -21,34 +21,14 @@
 #include "data/prepare.h"
 #include "decode/beam_search.h"
 #include "eval/caption_scores.h"
-#include "io/json.h"
+#include "eval/split_results.h"
 #include "io/log.h"
 #include "models/captioner.h"
 #include "train/checkpoint.h"
 #include "train/shapes_evaluator.h"
+#include "viz/run_report.h"
 
 namespace saccade::cli {
-namespace {
-
-std::string join_words(const std::vector<std::string>& words) {
-  std::string text;
-  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
-  return text;
-}
-
-// COCO results use numeric image ids; ids that are not plain integers stay strings.
-Json image_id_json(const std::string& id) {
-  if (!id.empty() && id.size() < 19 && id.find_first_not_of("0123456789") == std::string::npos) {
-    return Json(static_cast<int64_t>(std::stoll(id)));
-  }
-  return Json(id);
-}
-
-Json optional_number(const std::optional<double>& value) {
-  return value ? Json(*value) : Json();
-}
-
-}  // namespace
 
 int run_eval(const Job& job) {
   const Invocation& invocation = *job.invocation;
@@ -113,55 +93,12 @@ int run_eval(const Job& job) {
   }
   const CaptionScores scores = score_captions(references, candidates, score_options);
 
-  Json results = Json::array();
-  for (const auto& id : order) {
-    results.push_back(Json::object({{"image_id", image_id_json(id)}, {"caption", candidates[id]}}));
-  }
-  Json per_image = Json::array();
-  for (const ImageScores& image : scores.images) {
-    per_image.push_back(Json::object(
-        {{"image_id", image_id_json(image.image_id)},
-         {"caption", candidates[image.image_id]},
-         {"bleu1", image.bleu[0]},
-         {"bleu2", image.bleu[1]},
-         {"bleu3", image.bleu[2]},
-         {"bleu4", image.bleu[3]},
-         {"meteor", optional_number(image.meteor)},
-         {"rouge_l", image.rouge_l},
-         {"cider_d", image.cider_d}}));
-  }
-  Json report = Json::object(
-      {{"run", run.string()},
-       {"checkpoint_epoch", state.epoch},
-       {"split", split_name},
-       {"search", search->describe()},
-       {"images", static_cast<int64_t>(order.size())},
-       {"corpus", Json::object(
-                      {{"bleu1", scores.bleu[0]},
-                       {"bleu2", scores.bleu[1]},
-                       {"bleu3", scores.bleu[2]},
-                       {"bleu4", scores.bleu[3]},
-                       {"meteor", optional_number(scores.meteor)},
-                       {"rouge_l", scores.rouge_l},
-                       {"cider_d", scores.cider_d}})}});
-  std::optional<ShapesScores> shapes_scores;
-  if (shapes) {
-    shapes_scores = shapes->scores();
-    report.set(
-        "shapes", Json::object(
-                      {{"pointing_accuracy", shapes_scores->pointing_accuracy},
-                       {"pointing_baseline", shapes_scores->pointing_baseline},
-                       {"pointing_words", shapes_scores->pointing_words},
-                       {"content_accuracy", shapes_scores->content_accuracy},
-                       {"object_mentions", shapes_scores->object_mentions},
-                       {"relation_accuracy", shapes_scores->relation_accuracy},
-                       {"relations", shapes_scores->relations}}));
-  }
-  report.set("per_image", per_image);
+  SplitResults split_results{split_name, search->describe(), state.epoch, order, candidates, scores, {}};
+  if (shapes) split_results.shapes = shapes->scores();
   const auto results_dir = run / "results";
-  std::filesystem::create_directories(results_dir);
-  write_json_file(results_dir / (split_name + ".json"), results, 2);
-  write_json_file(results_dir / (split_name + "_scores.json"), report, 2);
+  write_split_results(results_dir, split_results);
+  write_run_report(run);
+  const std::optional<ShapesScores>& shapes_scores = split_results.shapes;
 
   std::cout << std::fixed << std::setprecision(4);
   std::cout << "Split " << split_name << ", " << order.size() << " images, " << search->describe()

@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "io/log.h"
 #include "io/run_folder.h"
+#include "viz/run_report.h"
 
 namespace saccade::cli {
 namespace {
@@ -244,6 +245,7 @@ int run_jobs(const Invocation& invocation, Action action) {
       }();
     worst = std::max(worst, command.run(job));
     log::set_file("");
+    if (invocation.multirun && command.creates_run_folder) write_sweep_report(sweep_dir);
   }
   return worst;
 }

@@ -27,6 +27,7 @@ TrainerSetup trainer_setup_from(const Config& config, const std::filesystem::pat
   validate(setup.viz);
   setup.config_yaml = config.to_yaml(true);
   setup.run_dir = run_dir;
+  setup.tensorboard = config.get<bool>("run.tensorboard");
   return setup;
 }
 

@@ -101,6 +101,12 @@ std::vector<int64_t> Vocabulary::encode(const std::vector<std::string>& words) c
   return ids;
 }
 
+std::string join_words(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
 std::vector<std::string> Vocabulary::decode(const std::vector<int64_t>& ids) const {
   std::vector<std::string> words;
   for (const int64_t id : ids) {

@@ -53,6 +53,9 @@ void validate(const VocabularyOptions& options);
 // "t-shirt" -> "tshirt"), split on whitespace. Non-ASCII bytes stay inside their word.
 std::vector<std::string> tokenize(std::string_view raw);
 
+// Words as one caption line: joined by single spaces.
+std::string join_words(const std::vector<std::string>& words);
+
 class Vocabulary {
  public:
   static constexpr int64_t kPad = 0;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "io/log.h"
@@ -47,6 +48,15 @@ std::string saccade_version() {
 }
 std::string saccade_commit() {
   return SACCADE_GIT_COMMIT;
+}
+
+std::string read_file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path)) throw std::runtime_error("Could not read " + path.string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("Could not read " + path.string());
+  return bytes.str();
 }
 
 void write_file_atomically(const std::filesystem::path& path, const std::string& text) {

@@ -38,6 +38,9 @@ void write_multirun_record(
     const RunRecord& record,
     const std::vector<std::vector<std::string>>& jobs);
 
+// The whole content of `path`; std::runtime_error "Could not read <path>" when it cannot be read.
+std::string read_file_bytes(const std::filesystem::path& path);
+
 // Writes `text` to `path` through a temporary file and a rename, so readers never see a torn file.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 

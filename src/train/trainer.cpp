@@ -11,17 +11,22 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "data/rng.h"
 #include "decode/search.h"
+#include "eval/split_results.h"
 #include "io/log.h"
 #include "io/metrics_csv.h"
 #include "io/progress.h"
+#include "io/run_folder.h"
+#include "io/tensorboard_events.h"
 #include "models/captioner.h"
 #include "models/feature_cache.h"
 #include "train/checkpoint.h"
 #include "train/shapes_evaluator.h"
+#include "viz/run_report.h"
 #include "viz/sample_overlays.h"
 
 namespace saccade {
@@ -44,12 +49,6 @@ LrSchedule parse_schedule(const std::string& name) {
   if (name == "step") return LrSchedule::step;
   if (name == "plateau") return LrSchedule::plateau;
   throw ConfigError("train.schedule must be constant, step or plateau, got '" + name + "'");
-}
-
-std::string join_words(const std::vector<std::string>& words) {
-  std::string text;
-  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
-  return text;
 }
 
 // The optimizer over the decoder (and an encoder trained from scratch) at learning_rate, and the
@@ -255,6 +254,28 @@ double metric_value(const CaptionScores& scores, const std::string& name) {
   throw std::invalid_argument("Unknown metric '" + name + "'");
 }
 
+// Every number of a metrics.csv row as a TensorBoard scalar "<kind>/<column>" at `step`.
+void log_scalars(EventWriter* events, const std::map<std::string, std::string>& row, int64_t step) {
+  if (events == nullptr) return;
+  for (const auto& [column, value] : row) {
+    if (column == "kind" || column == "epoch" || column == "step") continue;
+    events->add_scalar(row.at("kind") + "/" + column, std::stod(value), step);
+  }
+}
+
+// The sample overlays as TensorBoard images, and their captions as one markdown table.
+void log_samples(EventWriter& events, const std::vector<SampleOverlay>& samples, int64_t step) {
+  std::string table = "| image | generated | reference |\n|---|---|---|\n";
+  for (const SampleOverlay& sample : samples) {
+    events.add_image(
+        "samples/" + sample.image_id, read_file_bytes(sample.file), static_cast<int>(sample.height),
+        static_cast<int>(sample.width), 3, step);
+    table += "| " + sample.image_id + " | " + sample.caption + " | " +
+             (sample.references.empty() ? "" : sample.references.front()) + " |\n";
+  }
+  events.add_text("samples/captions", table, step);
+}
+
 TrainResult train_captioner(const TrainerSetup& setup) {
   const TrainOptions& options = setup.train;
   validate(options);
@@ -306,6 +327,15 @@ TrainResult train_captioner(const TrainerSetup& setup) {
       make_augmentation(setup.dataset.augment, vocabulary));
   Loader val_loader(val_set, setup.eval_loader, setup.dataset.image);
   MetricsCsv csv(setup.run_dir / "metrics.csv", kCsvColumns);
+  std::optional<EventWriter> events;
+  if (setup.tensorboard) {
+    events.emplace(setup.run_dir);
+    // Four leading spaces make the YAML a code block in TensorBoard's markdown.
+    std::string config_text;
+    std::istringstream config_lines(setup.config_yaml);
+    for (std::string line; std::getline(config_lines, line);) config_text += "    " + line + "\n";
+    events->add_text("config", config_text, state.step);
+  }
   const auto checkpoints = setup.run_dir / "checkpoints";
   log::info() << "Training on " << train_set->size() << " captions of " << data.train.images.size()
               << " images; validating on " << val_set->size() << " images; vocabulary " << vocabulary.size()
@@ -347,15 +377,17 @@ TrainResult train_captioner(const TrainerSetup& setup) {
       ++epoch_steps;
       progress.advance(batch->size(), {{"loss", loss_value}});
       if (state.step % options.log_every == 0 || epoch_steps == steps_this_epoch) {
-        csv.write(
-            {{"kind", "train"},
-             {"epoch", std::to_string(epoch)},
-             {"step", std::to_string(state.step)},
-             {"loss", MetricsCsv::number(loss_value)},
-             {"xent", MetricsCsv::number(loss.xent.item<double>())},
-             {"alpha_reg", MetricsCsv::number(loss.alpha_reg.item<double>())},
-             {"lr", MetricsCsv::number(state.learning_rate)},
-             {"images_per_s", MetricsCsv::number(progress.rate())}});
+        const std::map<std::string, std::string> row = {
+            {"kind", "train"},
+            {"epoch", std::to_string(epoch)},
+            {"step", std::to_string(state.step)},
+            {"loss", MetricsCsv::number(loss_value)},
+            {"xent", MetricsCsv::number(loss.xent.item<double>())},
+            {"alpha_reg", MetricsCsv::number(loss.alpha_reg.item<double>())},
+            {"lr", MetricsCsv::number(state.learning_rate)},
+            {"images_per_s", MetricsCsv::number(progress.rate())}};
+        csv.write(row);
+        log_scalars(events ? &*events : nullptr, row, state.step);
       }
     }
     progress.finish();
@@ -370,6 +402,7 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     row["step"] = std::to_string(state.step);
     row["lr"] = MetricsCsv::number(state.learning_rate);
     csv.write(row);
+    log_scalars(events ? &*events : nullptr, row, state.step);
     log::info() << "epoch " << epoch << " validation: BLEU-4 " << result.last_validation.bleu[3]
                 << ", CIDEr-D " << result.last_validation.cider_d << " (" << decoded.in_order.size()
                 << " images)";
@@ -404,6 +437,7 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     save_checkpoint(checkpoints / "last", *model, *optimizer, state, vocabulary, setup.config_yaml);
     if (improved)
       save_checkpoint(checkpoints / "best", *model, *optimizer, state, vocabulary, setup.config_yaml);
+    write_run_report(setup.run_dir);
     if (options.early_stopping_patience > 0 &&
         state.epochs_without_improvement >= options.early_stopping_patience) {
       log::info() << "Early stopping: " << options.val_metric << " has not improved for "
@@ -431,16 +465,23 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     row["epoch"] = std::to_string(state.best_epoch);
     row["step"] = std::to_string(state.step);
     csv.write(row);
+    log_scalars(events ? &*events : nullptr, row, state.step);
     log::info() << "test (best checkpoint, epoch " << state.best_epoch << "): BLEU-4 " << result.test->bleu[3]
                 << ", CIDEr-D " << result.test->cider_d << " (" << decoded.in_order.size() << " images)";
+    SplitResults test_results{"test", "greedy", state.best_epoch, {}, decoded.candidates, *result.test, {}};
+    for (const auto& sample : decoded.in_order) test_results.image_order.push_back(sample.image_id);
+    test_results.shapes = result.test_shapes;
+    write_split_results(setup.run_dir / "results", test_results);
     const auto count =
         std::min<size_t>(decoded.in_order.size(), static_cast<size_t>(options.sample_captions));
     result.samples.assign(decoded.in_order.begin(), decoded.in_order.begin() + count);
     if (setup.viz.sample_images > 0) {
-      write_sample_overlays(
+      const std::vector<SampleOverlay> overlays = write_sample_overlays(
           *model, vocabulary, *test_set, setup.viz.sample_images, setup.dataset.image,
           greedy_options(options), setup.viz, setup.run_dir / "samples");
+      if (events) log_samples(*events, overlays, state.step);
     }
+    write_run_report(setup.run_dir);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;

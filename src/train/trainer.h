@@ -80,6 +80,7 @@ struct TrainerSetup {
   VizOptions viz;           // the attention overlays of a few test images, into samples/
   std::string config_yaml;  // the resolved config, saved with every checkpoint
   std::filesystem::path run_dir;
+  bool tensorboard = true;  // also log to run_dir/events.out.tfevents.* (run.tensorboard)
 };
 
 // One captioned image, for the final printout.

@@ -7,17 +7,13 @@
 #include <cctype>
 #include <cstdio>
 
+#include "io/json.h"
+
 namespace saccade {
 namespace {
 
 // Images decoded and drawn per model call.
 constexpr int64_t kBatch = 16;
-
-std::string join_words(const std::vector<std::string>& words) {
-  std::string text;
-  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
-  return text;
-}
 
 std::string file_safe(const std::string& id) {
   std::string name = id;
@@ -96,6 +92,7 @@ std::vector<SampleOverlay> write_sample_overlays(
       SampleOverlay overlay;
       overlay.image_id = samples[b].image_id;
       overlay.caption = join_words(vocabulary.decode(captions[b].tokens));
+      overlay.log_prob = captions[b].log_prob;
       std::vector<std::string> notes = {"generated: " + overlay.caption};
       for (const auto& reference : samples[b].references) {
         overlay.references.push_back(join_words(reference));
@@ -105,10 +102,25 @@ std::vector<SampleOverlay> write_sample_overlays(
       char position[16];
       std::snprintf(position, sizeof(position), "%03lld", static_cast<long long>(start + b));
       overlay.file = out_dir / (std::string(position) + "_" + file_safe(overlay.image_id) + ".png");
-      write_image_file(overlay.file, render_attention_figure(figure, viz));
+      const torch::Tensor grid = render_attention_figure(figure, viz);  // uint8 [H, W, 3]
+      overlay.height = grid.size(0);
+      overlay.width = grid.size(1);
+      write_image_file(overlay.file, grid);
       written.push_back(std::move(overlay));
     }
   }
+  Json index = Json::array();
+  for (const SampleOverlay& overlay : written) {
+    Json references = Json::array();
+    for (const auto& reference : overlay.references) references.push_back(reference);
+    index.push_back(Json::object(
+        {{"image_id", overlay.image_id},
+         {"caption", overlay.caption},
+         {"log_prob", overlay.log_prob},
+         {"references", references},
+         {"file", overlay.file.filename().string()}}));
+  }
+  write_json_file(out_dir / kSamplesIndex, index, 2);
   return written;
 }
 

@@ -46,14 +46,22 @@ AttentionFigure make_attention_figure(
 struct SampleOverlay {
   std::string image_id;
   std::string caption;                  // the generated words joined by spaces
+  double log_prob = 0.0;                // the caption's log-probability under the model
   std::vector<std::string> references;  // the image's reference captions
   std::filesystem::path file;           // the PNG
+  int64_t height = 0;                   // its size in pixels
+  int64_t width = 0;
 };
+
+// The index of the overlays in a samples folder: [{"image_id", "caption", "log_prob", "references",
+// "file"}], file names relative to the folder. The run report reads it.
+inline constexpr const char* kSamplesIndex = "samples.json";
 
 // Captions the first `count` samples of `dataset` (one sample per image: a val/test
 // CaptionDataset, or a SubsetDataset of one) with greedy search and writes each figure, with the generated
 // caption and the references as notes, to out_dir/<position, 3 digits>_<image id>.png (characters other than
-// letters, digits, '-', '_' and '.' in the id become '_'). Creates out_dir. Returns what was written, in
+// letters, digits, '-', '_' and '.' in the id become '_') and their index to out_dir/samples.json.
+// Creates out_dir. Returns what was written, in
 // dataset order. Throws std::runtime_error when a file cannot be written.
 std::vector<SampleOverlay> write_sample_overlays(
     CaptionerImpl& model,

@@ -193,7 +193,17 @@ TEST(Cli, MultirunNumbersJobsWithFirstKeySlowest) {
     EXPECT_EQ(overrides[3].as<std::string>(), expected[job][1]) << "job " << job;
     const YAML::Node config = YAML::LoadFile((folder / "config.yaml").string());
     EXPECT_EQ(config["seed"].as<std::string>(), std::string(expected[job][0]).substr(5));
+    EXPECT_TRUE(std::filesystem::exists(folder / "report.html")) << folder;
   }
+  // The sweep page lists every job, linked to its own page, finished.
+  const std::string report = read_file(sweep / "report.html");
+  for (int job = 0; job < 4; ++job) {
+    const std::string link =
+        "<a href=\"" + std::to_string(job) + "/report.html\">#" + std::to_string(job) + "</a>";
+    EXPECT_NE(report.find(link), std::string::npos) << link;
+  }
+  EXPECT_NE(report.find("seed=2 runtime.threads=1</td><td>finished</td>"), std::string::npos) << report;
+  EXPECT_NE(report.find("<tr class=\"best\">"), std::string::npos);
 }
 
 }  // namespace

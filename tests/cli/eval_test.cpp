@@ -79,6 +79,25 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
   }
 }
 
+TEST_F(EvalTest, ReportShowsEvaluatedSplitsAndRebuildsOnRequest) {
+  ASSERT_EQ(eval({"--split", "val", "decode.beam_size=2"}).exit_code, 0);
+  EXPECT_NE(read_file(run_ / "report.html").find("<td>val</td><td class=\"number\">"), std::string::npos);
+  std::filesystem::remove(run_ / "report.html");
+  const auto result = run_saccade({"report", "--run", run_.string()}, work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("report.html"), std::string::npos);
+  const std::string report = read_file(run_ / "report.html");
+  EXPECT_NE(report.find("<td>val</td>"), std::string::npos);
+  EXPECT_NE(report.find("beam 2"), std::string::npos);
+
+  TempDir empty;
+  const auto bad = run_saccade({"report", "--run", empty.path().string()}, work_->path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("neither a run folder (config.yaml) nor a sweep folder"), std::string::npos)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
 TEST_F(EvalTest, ValSplitWithGreedy) {
   const auto result = eval({"--split", "val", "decode.beam_size=1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;

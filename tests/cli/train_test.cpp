@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "io/metrics_csv.h"
 #include "test_util.h"
 
 namespace saccade::testing {
@@ -23,23 +24,8 @@ std::filesystem::path only_run(const std::filesystem::path& work) {
   return runs.front();
 }
 
-// metrics.csv rows as column -> value maps.
 std::vector<std::map<std::string, std::string>> read_metrics(const std::filesystem::path& run) {
-  std::istringstream text(read_file(run / "metrics.csv"));
-  std::string line;
-  std::getline(text, line);
-  std::vector<std::string> columns;
-  std::istringstream header(line);
-  for (std::string cell; std::getline(header, cell, ',');) columns.push_back(cell);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(text, line)) {
-    std::map<std::string, std::string> row;
-    std::istringstream cells(line);
-    std::string cell;
-    for (size_t i = 0; i < columns.size() && std::getline(cells, cell, ','); ++i) row[columns[i]] = cell;
-    rows.push_back(row);
-  }
-  return rows;
+  return read_metrics_csv(run / "metrics.csv").rows;
 }
 
 // "epoch:step:loss" of every training row of `epoch` (all epochs when 0).
@@ -95,6 +81,35 @@ TEST(Train, SmokeRunWritesMetricsCheckpointsAndSummary) {
     overlays += entry.path().extension() == ".png" ? 1 : 0;
   }
   EXPECT_GT(overlays, 0);
+
+  // The report page holds the metrics, the test scores, the curves and the overlays inline.
+  const std::string report = read_file(run / "report.html");
+  for (const char* section : {"id=\"metrics\"", "id=\"shapes\"", "id=\"curves\"", "id=\"samples\""})
+    EXPECT_NE(report.find(section), std::string::npos) << section;
+  EXPECT_NE(report.find("<td>test</td>"), std::string::npos);
+  EXPECT_NE(report.find("src=\"data:image/png;base64,"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(run / "results/test_scores.json"));
+
+  // TensorBoard events: one file, holding (protobuf strings are stored as they are) every
+  // kind of record the trainer logs.
+  std::vector<std::filesystem::path> event_files;
+  for (const auto& entry : std::filesystem::directory_iterator(run)) {
+    if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0)
+      event_files.push_back(entry.path());
+  }
+  ASSERT_EQ(event_files.size(), 1u);
+  const std::string events = read_file(event_files.front());
+  for (const char* tag :
+       {"brain.Event:2", "config", "train/loss", "train/xent", "val/bleu4", "val/cider_d", "test/cider_d",
+        "samples/captions", "\x89PNG"})
+    EXPECT_NE(events.find(tag), std::string::npos) << tag;
+}
+
+TEST(Train, TensorboardCanBeSwitchedOff) {
+  TempDir work;
+  ASSERT_EQ(train_smoke(work.path(), {"train.epochs=1", "run.tensorboard=false"}).exit_code, 0);
+  for (const auto& entry : std::filesystem::directory_iterator(only_run(work.path())))
+    EXPECT_NE(entry.path().filename().string().rfind("events.out.tfevents.", 0), 0u) << entry.path();
 }
 
 TEST(Train, SameSeedGivesIdenticalLosses) {

@@ -1,0 +1,32 @@
+// `saccade report --run DIR`: rebuilds report.html of a run folder, or of a sweep folder and its jobs.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/command.h"
+#include "viz/run_report.h"
+
+namespace saccade::cli {
+
+int run_report(const Job& job) {
+  const std::filesystem::path dir = job.invocation->flag("--run");
+  if (dir.empty()) throw ConfigError("saccade report needs --run DIR (a run folder or a sweep folder)");
+  if (!std::filesystem::is_directory(dir)) throw ConfigError("--run " + dir.string() + ": no such folder");
+  if (std::filesystem::exists(dir / "multirun.yaml")) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_directory() && std::filesystem::exists(entry.path() / "config.yaml")) {
+        write_run_report(entry.path());
+        std::cout << (entry.path() / "report.html").string() << "\n";
+      }
+    }
+    write_sweep_report(dir);
+  } else if (std::filesystem::exists(dir / "config.yaml")) {
+    write_run_report(dir);
+  } else {
+    throw ConfigError(
+        "--run " + dir.string() + ": neither a run folder (config.yaml) nor a sweep folder (multirun.yaml)");
+  }
+  std::cout << (dir / "report.html").string() << "\n";
+  return 0;
+}
+
+}  // namespace saccade::cli

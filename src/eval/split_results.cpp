@@ -1,0 +1,73 @@
+// write_split_results: the COCO results file and the scores file of one split.
+#include "eval/split_results.h"
+
+#include "io/json.h"
+
+namespace saccade {
+namespace {
+
+// COCO results use numeric image ids; ids that are not plain integers stay strings.
+Json image_id_json(const std::string& id) {
+  if (!id.empty() && id.size() < 19 && id.find_first_not_of("0123456789") == std::string::npos) {
+    return Json(static_cast<int64_t>(std::stoll(id)));
+  }
+  return Json(id);
+}
+
+Json optional_number(const std::optional<double>& value) {
+  return value ? Json(*value) : Json();
+}
+
+}  // namespace
+
+void write_split_results(const std::filesystem::path& results_dir, const SplitResults& results) {
+  const CaptionScores& scores = results.scores;
+  Json captions = Json::array();
+  for (const auto& id : results.image_order) {
+    captions.push_back(Json::object({{"image_id", image_id_json(id)}, {"caption", results.candidates.at(id)}}));
+  }
+  Json per_image = Json::array();
+  for (const ImageScores& image : scores.images) {
+    per_image.push_back(Json::object(
+        {{"image_id", image_id_json(image.image_id)},
+         {"caption", results.candidates.at(image.image_id)},
+         {"bleu1", image.bleu[0]},
+         {"bleu2", image.bleu[1]},
+         {"bleu3", image.bleu[2]},
+         {"bleu4", image.bleu[3]},
+         {"meteor", optional_number(image.meteor)},
+         {"rouge_l", image.rouge_l},
+         {"cider_d", image.cider_d}}));
+  }
+  Json report = Json::object(
+      {{"split", results.split},
+       {"search", results.search},
+       {"checkpoint_epoch", results.checkpoint_epoch},
+       {"images", static_cast<int64_t>(results.image_order.size())},
+       {"corpus", Json::object(
+                      {{"bleu1", scores.bleu[0]},
+                       {"bleu2", scores.bleu[1]},
+                       {"bleu3", scores.bleu[2]},
+                       {"bleu4", scores.bleu[3]},
+                       {"meteor", optional_number(scores.meteor)},
+                       {"rouge_l", scores.rouge_l},
+                       {"cider_d", scores.cider_d}})}});
+  if (results.shapes) {
+    const ShapesScores& shapes = *results.shapes;
+    report.set(
+        "shapes", Json::object(
+                      {{"pointing_accuracy", shapes.pointing_accuracy},
+                       {"pointing_baseline", shapes.pointing_baseline},
+                       {"pointing_words", shapes.pointing_words},
+                       {"content_accuracy", shapes.content_accuracy},
+                       {"object_mentions", shapes.object_mentions},
+                       {"relation_accuracy", shapes.relation_accuracy},
+                       {"relations", shapes.relations}}));
+  }
+  report.set("per_image", per_image);
+  std::filesystem::create_directories(results_dir);
+  write_json_file(results_dir / (results.split + ".json"), captions, 2);
+  write_json_file(results_dir / (results.split + "_scores.json"), report, 2);
+}
+
+}  // namespace saccade

@@ -1,0 +1,40 @@
+// The files a scored split leaves in a run folder, written by `saccade eval` and at the end of
+// training, and read back by the run report:
+//   results/<split>.json          COCO results format [{"image_id": .., "caption": ..}]
+//   results/<split>_scores.json   {"split", "search", "checkpoint_epoch", "images",
+//                                  "corpus": {bleu1..4, meteor, rouge_l, cider_d},
+//                                  "shapes": {...} (shapes world only), "per_image": [...]}
+//
+//   SplitResults results{"test", "greedy", state.epoch, order, candidates, scores, shapes};
+//   write_split_results(run_dir / "results", results);
+//
+// METEOR is null where it was unavailable, never 0. Image ids that are plain integers are
+// written as numbers (the COCO layout), others as strings.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "eval/caption_scores.h"
+#include "eval/shapes_metrics.h"
+
+namespace saccade {
+
+struct SplitResults {
+  std::string split;                              // "test"
+  std::string search;                             // how the captions were found: "greedy", "beam 3"
+  int64_t checkpoint_epoch = 0;                   // the epoch of the checkpoint that captioned
+  std::vector<std::string> image_order;           // image ids in decoding order
+  std::map<std::string, std::string> candidates;  // the caption of every image id
+  CaptionScores scores;
+  std::optional<ShapesScores> shapes;  // the shapes world's attention and content metrics
+};
+
+// Creates `results_dir` and writes <split>.json and <split>_scores.json atomically.
+void write_split_results(const std::filesystem::path& results_dir, const SplitResults& results);
+
+}  // namespace saccade

@@ -1,0 +1,416 @@
+// The run and sweep report pages: read a folder's files, write one HTML page.
+#include "viz/run_report.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "io/json.h"
+#include "io/metrics_csv.h"
+#include "io/run_folder.h"
+#include "viz/sample_overlays.h"
+#include "viz/svg_chart.h"
+
+namespace saccade {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kStyle = R"(
+body { font-family: sans-serif; margin: 24px auto; max-width: 1400px; color: #222; padding: 0 16px; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 13px; } th, td { padding: 4px 10px; border-bottom: 1px solid #eee; }
+th { text-align: left; background: #f5f5f5; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
+tr.best td { background: #eef6ee; font-weight: bold; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; font-size: 13px; } dt { color: #666; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+figure.sample { margin: 0 0 24px 0; } figure.sample img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: 13px; } .generated { font-weight: bold; } .note { color: #777; font-size: 13px; }
+pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
+)";
+
+struct CaptionMetric {
+  const char* key;    // the metrics.csv column and the scores-file key
+  const char* label;  // as the table shows it
+};
+constexpr CaptionMetric kCaptionMetrics[] = {
+    {"bleu1", "BLEU-1"}, {"bleu2", "BLEU-2"},   {"bleu3", "BLEU-3"},  {"bleu4", "BLEU-4"},
+    {"meteor", "METEOR"}, {"rouge_l", "ROUGE-L"}, {"cider_d", "CIDEr-D"}};
+
+using Row = std::map<std::string, std::string>;
+
+YAML::Node read_yaml(const fs::path& path) {
+  try {
+    return YAML::LoadFile(path.string());
+  } catch (const YAML::Exception& error) {
+    throw std::invalid_argument(path.string() + ": " + error.what());
+  }
+}
+
+std::string fixed(double value, int decimals = 4) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
+  return text;
+}
+
+std::string html_page_start(const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + xml_escape(title) +
+         "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+}
+
+std::string number_cell(const std::optional<double>& value, int decimals = 4) {
+  return value ? "<td class=\"number\">" + fixed(*value, decimals) + "</td>" : "<td class=\"number\">n/a</td>";
+}
+
+// The validation metric that picks the best checkpoint, from the run's config (train.val_metric).
+std::string val_metric_of(const fs::path& run_dir) {
+  const YAML::Node config = read_yaml(run_dir / "config.yaml");
+  const YAML::Node metric = config["train"]["val_metric"];
+  return metric && metric.IsScalar() ? metric.as<std::string>() : "cider_d";
+}
+
+std::vector<Row> rows_of_kind(const MetricsTable& table, const std::string& kind) {
+  std::vector<Row> rows;
+  for (const Row& row : table.rows) {
+    const auto it = row.find("kind");
+    if (it != row.end() && it->second == kind) rows.push_back(row);
+  }
+  return rows;
+}
+
+// The validation row with the highest `metric` (the first of equals, as the trainer keeps it).
+std::optional<Row> best_row(const std::vector<Row>& rows, const std::string& metric) {
+  std::optional<Row> best;
+  for (const Row& row : rows) {
+    const auto value = MetricsTable::number(row, metric);
+    if (value && (!best || *value > *MetricsTable::number(*best, metric))) best = row;
+  }
+  return best;
+}
+
+std::optional<MetricsTable> read_metrics_if_any(const fs::path& run_dir) {
+  const fs::path path = run_dir / "metrics.csv";
+  if (!fs::exists(path)) return std::nullopt;
+  return read_metrics_csv(path);
+}
+
+// results/<split>_scores.json files, by file name.
+std::vector<std::pair<std::string, Json>> read_split_scores(const fs::path& run_dir) {
+  std::vector<std::pair<std::string, Json>> scores;
+  const fs::path results = run_dir / "results";
+  if (!fs::is_directory(results)) return scores;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(results)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 12 && name.compare(name.size() - 12, 12, "_scores.json") == 0) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) scores.emplace_back(file.filename().string(), read_json_file(file));
+  return scores;
+}
+
+std::optional<double> json_number(const Json& object, const std::string& key) {
+  const Json* value = object.find(key);
+  if (value == nullptr || value->is_null()) return std::nullopt;
+  return value->as_double();
+}
+
+std::string metrics_header() {
+  std::string html = "<tr><th>scores</th><th>checkpoint epoch</th><th>search</th><th>images</th>";
+  for (const auto& metric : kCaptionMetrics) html += std::string("<th>") + metric.label + "</th>";
+  return html + "</tr>\n";
+}
+
+std::string metrics_row_from_csv(const std::string& label, const Row& row) {
+  std::string html = "<tr><td>" + xml_escape(label) + "</td><td class=\"number\">" + row.at("epoch") +
+                     "</td><td>greedy</td><td class=\"number\"></td>";
+  for (const auto& metric : kCaptionMetrics) html += number_cell(MetricsTable::number(row, metric.key));
+  return html + "</tr>\n";
+}
+
+std::string metrics_row_from_scores(const Json& scores) {
+  const Json& corpus = scores.at("corpus");
+  std::string html = "<tr><td>" + xml_escape(scores.at("split").as_string()) + "</td><td class=\"number\">" +
+                     std::to_string(scores.at("checkpoint_epoch").as_int64()) + "</td><td>" +
+                     xml_escape(scores.at("search").as_string()) + "</td><td class=\"number\">" +
+                     std::to_string(scores.at("images").as_int64()) + "</td>";
+  for (const auto& metric : kCaptionMetrics) html += number_cell(json_number(corpus, metric.key));
+  return html + "</tr>\n";
+}
+
+std::string summary_section(const fs::path& run_dir, const std::optional<MetricsTable>& metrics) {
+  std::string html = "<section id=\"summary\">\n<dl>\n";
+  const auto item = [&](const std::string& name, const std::string& value) {
+    html += "<dt>" + xml_escape(name) + "</dt><dd>" + xml_escape(value) + "</dd>\n";
+  };
+  if (fs::exists(run_dir / "run.yaml")) {
+    const YAML::Node run = read_yaml(run_dir / "run.yaml");
+    std::string command_line;
+    for (const auto& arg : run["argv"]) command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
+    item("command", command_line);
+    std::string choices;
+    for (const auto& choice : run["choices"]) {
+      const std::string value = choice.second.IsNull() ? "null" : choice.second.as<std::string>();
+      choices += (choices.empty() ? "" : ", ") + choice.first.as<std::string>() + "=" + value;
+    }
+    item("config choices", choices);
+    if (run["started"]) item("started", run["started"].as<std::string>());
+    if (run["host"]) item("host", run["host"].as<std::string>());
+    if (run["version"] && run["commit"])
+      item("saccade", run["version"].as<std::string>() + " (" + run["commit"].as<std::string>() + ")");
+  }
+  if (metrics) {
+    const auto train = rows_of_kind(*metrics, "train");
+    const auto val = rows_of_kind(*metrics, "val");
+    if (!val.empty()) item("epochs validated", val.back().at("epoch"));
+    if (!train.empty()) {
+      item("training steps", train.back().at("step"));
+      if (const auto rate = MetricsTable::number(train.back(), "images_per_s"))
+        item("training speed (last)", fixed(*rate, 1) + " images/s");
+    }
+  }
+  return html + "</dl>\n</section>\n";
+}
+
+std::string metrics_section(
+    const std::optional<MetricsTable>& metrics,
+    const std::string& val_metric,
+    const std::vector<std::pair<std::string, Json>>& split_scores) {
+  std::string html = "<section id=\"metrics\">\n<h2>Metrics</h2>\n";
+  const std::vector<Row> val = metrics ? rows_of_kind(*metrics, "val") : std::vector<Row>{};
+  if (val.empty() && split_scores.empty()) return html + "<p class=\"note\">No validation yet.</p>\n</section>\n";
+  html += "<table>\n" + metrics_header();
+  if (const auto best = best_row(val, val_metric))
+    html += metrics_row_from_csv("validation, best " + val_metric, *best);
+  if (!val.empty()) html += metrics_row_from_csv("validation, last epoch", val.back());
+  for (const auto& [file, scores] : split_scores) html += metrics_row_from_scores(scores);
+  html += "</table>\n";
+  html += "<p class=\"note\">Validation rows: greedy decoding during training (up to train.val_max_images "
+          "images). Split rows: results/&lt;split&gt;_scores.json, scored with the coco-caption metrics.</p>\n";
+  return html + "</section>\n";
+}
+
+std::string shapes_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
+  std::string rows;
+  for (const auto& [file, scores] : split_scores) {
+    const Json* shapes = scores.find("shapes");
+    if (shapes == nullptr) continue;
+    rows += "<tr><td>" + xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
+            "</td>" + number_cell(shapes->at("pointing_accuracy").as_double(), 3) +
+            number_cell(shapes->at("pointing_baseline").as_double(), 3) + "<td class=\"number\">" +
+            std::to_string(shapes->at("pointing_words").as_int64()) + "</td>" +
+            number_cell(shapes->at("content_accuracy").as_double(), 3) + "<td class=\"number\">" +
+            std::to_string(shapes->at("object_mentions").as_int64()) + "</td>" +
+            number_cell(shapes->at("relation_accuracy").as_double(), 3) + "<td class=\"number\">" +
+            std::to_string(shapes->at("relations").as_int64()) + "</td></tr>\n";
+  }
+  if (rows.empty()) return "";
+  return "<section id=\"shapes\">\n<h2>Attention and content (shapes world)</h2>\n<table>\n"
+         "<tr><th>split</th><th>pointing game</th><th>random attention</th><th>words</th>"
+         "<th>content accuracy</th><th>object mentions</th><th>relation accuracy</th><th>relations</th></tr>\n" +
+         rows +
+         "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak lies "
+         "in that object's box.</p>\n</section>\n";
+}
+
+ChartSeries series_of(const std::vector<Row>& rows, const std::string& x, const std::string& y, std::string name) {
+  ChartSeries series{std::move(name), {}};
+  for (const Row& row : rows) {
+    const auto x_value = MetricsTable::number(row, x);
+    const auto y_value = MetricsTable::number(row, y);
+    if (x_value && y_value) series.points.emplace_back(*x_value, *y_value);
+  }
+  return series;
+}
+
+std::string curves_section(const std::optional<MetricsTable>& metrics) {
+  std::string html = "<section id=\"curves\">\n<h2>Curves</h2>\n<div class=\"charts\">\n";
+  const std::vector<Row> train = metrics ? rows_of_kind(*metrics, "train") : std::vector<Row>{};
+  const std::vector<Row> val = metrics ? rows_of_kind(*metrics, "val") : std::vector<Row>{};
+  html += svg_line_chart(
+      {"Training loss", "step", "loss"},
+      {series_of(train, "step", "loss", "loss"), series_of(train, "step", "xent", "cross-entropy"),
+       series_of(train, "step", "alpha_reg", "attention penalty")});
+  std::vector<ChartSeries> captions;
+  for (const auto& metric : kCaptionMetrics) {
+    if (std::string(metric.key) != "cider_d") captions.push_back(series_of(val, "epoch", metric.key, metric.label));
+  }
+  html += svg_line_chart({"Validation", "epoch", "score"}, captions);
+  html += svg_line_chart({"Validation CIDEr-D", "epoch", "CIDEr-D"}, {series_of(val, "epoch", "cider_d", "CIDEr-D")});
+  html += svg_line_chart({"Learning rate", "step", "lr"}, {series_of(train, "step", "lr", "learning rate")});
+  return html + "</div>\n</section>\n";
+}
+
+std::string samples_section(const fs::path& run_dir) {
+  const fs::path index_path = run_dir / "samples" / kSamplesIndex;
+  std::string html = "<section id=\"samples\">\n<h2>Samples</h2>\n";
+  if (!fs::exists(index_path)) {
+    return html + "<p class=\"note\">No samples yet: they are drawn from the test split at the end of training "
+                  "(viz.sample_images).</p>\n</section>\n";
+  }
+  const Json index = read_json_file(index_path);
+  for (const Json& sample : index.as_array()) {
+    const std::string id = sample.at("image_id").as_string();
+    const fs::path png = run_dir / "samples" / sample.at("file").as_string();
+    html += "<figure class=\"sample\">\n";
+    if (fs::exists(png)) {
+      html += "<img alt=\"attention overlay of image " + xml_escape(id) + "\" src=\"data:image/png;base64," +
+              base64_encode(read_file_bytes(png)) + "\">\n";
+    } else {
+      html += "<p class=\"note\">" + xml_escape(png.string()) + " is missing.</p>\n";
+    }
+    html += "<figcaption><p>image " + xml_escape(id) + ", log-probability " +
+            fixed(sample.at("log_prob").as_double(), 2) + "</p><p class=\"generated\">generated: " +
+            xml_escape(sample.at("caption").as_string()) + "</p><ul class=\"references\">";
+    for (const Json& reference : sample.at("references").as_array())
+      html += "<li>reference: " + xml_escape(reference.as_string()) + "</li>";
+    html += "</ul></figcaption>\n</figure>\n";
+  }
+  return html + "</section>\n";
+}
+
+std::string config_section(const fs::path& run_dir) {
+  std::string html = "<section id=\"config\">\n<h2>Config</h2>\n";
+  if (fs::exists(run_dir / "overrides.yaml")) {
+    html += "<details open><summary>overrides.yaml</summary><pre>" +
+            xml_escape(read_file_bytes(run_dir / "overrides.yaml")) + "</pre></details>\n";
+  }
+  html += "<details><summary>config.yaml (resolved)</summary><pre>" + xml_escape(read_file_bytes(run_dir / "config.yaml")) +
+          "</pre></details>\n";
+  return html + "</section>\n";
+}
+
+}  // namespace
+
+std::string base64_encode(std::string_view bytes) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t group = static_cast<uint8_t>(bytes[i]) << 16 | static_cast<uint8_t>(bytes[i + 1]) << 8 |
+                           static_cast<uint8_t>(bytes[i + 2]);
+    out += kAlphabet[group >> 18 & 63];
+    out += kAlphabet[group >> 12 & 63];
+    out += kAlphabet[group >> 6 & 63];
+    out += kAlphabet[group & 63];
+  }
+  if (i < bytes.size()) {
+    const bool two = i + 1 < bytes.size();
+    const uint32_t group = static_cast<uint8_t>(bytes[i]) << 16 | (two ? static_cast<uint8_t>(bytes[i + 1]) << 8 : 0);
+    out += kAlphabet[group >> 18 & 63];
+    out += kAlphabet[group >> 12 & 63];
+    out += two ? kAlphabet[group >> 6 & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+void write_run_report(const fs::path& run_dir) {
+  if (!fs::exists(run_dir / "config.yaml"))
+    throw std::runtime_error(run_dir.string() + " is not a run folder: it has no config.yaml");
+  const std::optional<MetricsTable> metrics = read_metrics_if_any(run_dir);
+  const auto split_scores = read_split_scores(run_dir);
+  const std::string title = "saccade run " + run_dir.lexically_normal().string();
+  std::string html = html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
+  html += summary_section(run_dir, metrics);
+  html += metrics_section(metrics, val_metric_of(run_dir), split_scores);
+  html += shapes_section(split_scores);
+  html += curves_section(metrics);
+  html += samples_section(run_dir);
+  html += config_section(run_dir);
+  html += "</body>\n</html>\n";
+  write_file_atomically(run_dir / "report.html", html);
+}
+
+void write_sweep_report(const fs::path& sweep_dir) {
+  const fs::path record_path = sweep_dir / "multirun.yaml";
+  if (!fs::exists(record_path))
+    throw std::runtime_error(sweep_dir.string() + " is not a sweep folder: it has no multirun.yaml");
+  const YAML::Node record = read_yaml(record_path);
+  const std::string title = "saccade sweep " + sweep_dir.lexically_normal().string();
+  std::string html = html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
+  std::string command_line;
+  for (const auto& arg : record["argv"]) command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
+  html += "<section id=\"summary\">\n<dl><dt>command</dt><dd>" + xml_escape(command_line) + "</dd>";
+  if (record["started"]) html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
+  html += "<dt>jobs</dt><dd>" + std::to_string(record["jobs"].size()) + "</dd></dl>\n</section>\n";
+
+  struct JobSummary {
+    std::string overrides, status, epochs, val_metric;
+    std::optional<double> best;
+    std::string best_epoch;
+    std::optional<double> test_bleu4, test_cider;
+    bool has_report = false;
+  };
+  std::vector<JobSummary> jobs;
+  std::vector<ChartSeries> curves;
+  std::string chart_metric;
+  for (size_t number = 0; number < record["jobs"].size(); ++number) {
+    const fs::path job_dir = sweep_dir / std::to_string(number);
+    JobSummary job;
+    for (const auto& item : record["jobs"][number])
+      job.overrides += (job.overrides.empty() ? "" : " ") + item.as<std::string>();
+    job.status = "not started";
+    if (fs::exists(job_dir / "config.yaml")) {
+      job.status = "started";
+      job.val_metric = val_metric_of(job_dir);
+      if (chart_metric.empty()) chart_metric = job.val_metric;
+      job.has_report = fs::exists(job_dir / "report.html");
+      if (const auto metrics = read_metrics_if_any(job_dir)) {
+        const auto val = rows_of_kind(*metrics, "val");
+        if (!val.empty()) job.epochs = val.back().at("epoch");
+        if (const auto best = best_row(val, job.val_metric)) {
+          job.best = MetricsTable::number(*best, job.val_metric);
+          job.best_epoch = best->at("epoch");
+        }
+        curves.push_back(series_of(val, "epoch", chart_metric, "#" + std::to_string(number) + " " + job.overrides));
+      }
+      for (const auto& [file, scores] : read_split_scores(job_dir)) {
+        if (scores.at("split").as_string() != "test") continue;
+        job.status = "finished";
+        job.test_bleu4 = json_number(scores.at("corpus"), "bleu4");
+        job.test_cider = json_number(scores.at("corpus"), "cider_d");
+      }
+    }
+    jobs.push_back(job);
+  }
+  // The best job: the highest best validation score (jobs compared on the first job's metric).
+  std::optional<size_t> best_job;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].best && jobs[i].val_metric == chart_metric && (!best_job || *jobs[i].best > *jobs[*best_job].best))
+      best_job = i;
+  }
+  html += "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>overrides</th><th>status</th>"
+          "<th>epochs</th><th>best validation</th><th>at epoch</th><th>test BLEU-4</th><th>test CIDEr-D</th></tr>\n";
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobSummary& job = jobs[i];
+    const std::string name = "#" + std::to_string(i);
+    html += std::string("<tr") + (best_job == i ? " class=\"best\"" : "") + "><td>" +
+            (job.has_report ? "<a href=\"" + std::to_string(i) + "/report.html\">" + name + "</a>" : name) +
+            "</td><td>" + xml_escape(job.overrides) + "</td><td>" + job.status + "</td><td class=\"number\">" +
+            job.epochs + "</td>" +
+            (job.best ? "<td class=\"number\">" + xml_escape(job.val_metric) + " " + fixed(*job.best) + "</td>"
+                      : std::string("<td></td>")) +
+            "<td class=\"number\">" + job.best_epoch + "</td>" + number_cell(job.test_bleu4) +
+            number_cell(job.test_cider) + "</tr>\n";
+  }
+  html += "</table>\n";
+  if (best_job) html += "<p>Best job: #" + std::to_string(*best_job) + " (" + xml_escape(jobs[*best_job].overrides) + ")</p>\n";
+  html += "</section>\n<section id=\"curves\">\n<h2>Curves</h2>\n<div class=\"charts\">\n";
+  ChartOptions chart{"Validation " + chart_metric, "epoch", chart_metric};
+  chart.width = 900;
+  html += svg_line_chart(chart, curves);
+  html += "</div>\n</section>\n</body>\n</html>\n";
+  write_file_atomically(sweep_dir / "report.html", html);
+}
+
+}  // namespace saccade

@@ -1,0 +1,170 @@
+// svg_line_chart: axes from nice_ticks, one polyline per series, a legend.
+#include "viz/svg_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace saccade {
+namespace {
+
+// Matplotlib's "tab10" colours: distinct, and readable on white.
+constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+// Margins around the plot area, pixels: room for tick labels, axis labels, the title and (right)
+// the legend, which so never hides a line.
+constexpr double kLeft = 64, kRight = 150, kTop = 32, kBottom = 44;
+
+std::string tick_label(double value, double step) {
+  // Enough decimals to tell neighbouring ticks apart, no more.
+  const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+  char text[32];
+  if (std::abs(value) >= 1e5 || (value != 0 && std::abs(value) < 1e-4)) {
+    std::snprintf(text, sizeof(text), "%.2g", value);
+  } else {
+    std::snprintf(text, sizeof(text), "%.*f", decimals, std::abs(value) < step * 1e-9 ? 0.0 : value);
+  }
+  return text;
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", value);
+  return text;
+}
+
+}  // namespace
+
+std::vector<double> nice_ticks(double low, double high, int target) {
+  if (high < low) std::swap(low, high);
+  if (high - low < 1e-12 * std::max(1.0, std::abs(high))) {
+    const double pad = low == 0 ? 1.0 : std::abs(low) * 0.1;
+    low -= pad;
+    high += pad;
+  }
+  const double rough = (high - low) / std::max(1, target);
+  const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
+  const double fraction = rough / magnitude;
+  const double step = (fraction <= 1.0 ? 1.0 : fraction <= 2.0 ? 2.0 : fraction <= 5.0 ? 5.0 : 10.0) * magnitude;
+  const double first = std::floor(low / step + 1e-9);
+  const double last = std::ceil(high / step - 1e-9);
+  std::vector<double> ticks;
+  for (double k = first; k <= last + 0.5; k += 1.0) ticks.push_back(k * step);
+  return ticks;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string svg_line_chart(const ChartOptions& options, const std::vector<ChartSeries>& series) {
+  const double width = options.width, height = options.height;
+  double x_low = std::numeric_limits<double>::infinity(), x_high = -x_low;
+  double y_low = x_low, y_high = -x_low;
+  for (const ChartSeries& line : series) {
+    for (const auto& [x, y] : line.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      x_low = std::min(x_low, x), x_high = std::max(x_high, x);
+      y_low = std::min(y_low, y), y_high = std::max(y_high, y);
+    }
+  }
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"" << options.width << "\" height=\""
+      << options.height << "\" viewBox=\"0 0 " << options.width << " " << options.height
+      << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  svg << "<title>" << xml_escape(options.title) << "</title>\n";
+  svg << "<text x=\"" << number(width / 2) << "\" y=\"18\" text-anchor=\"middle\" font-size=\"13\" "
+      << "font-weight=\"bold\">" << xml_escape(options.title) << "</text>\n";
+  if (!std::isfinite(x_low)) {
+    svg << "<text x=\"" << number(width / 2) << "\" y=\"" << number(height / 2)
+        << "\" text-anchor=\"middle\" fill=\"#777\">no data yet</text>\n</svg>\n";
+    return svg.str();
+  }
+  // y spans whole ticks; x spans the data exactly (steps and epochs start and end where they do).
+  const std::vector<double> y_ticks = nice_ticks(y_low, y_high, 5);
+  const std::vector<double> x_span = nice_ticks(x_low, x_high, 6);
+  if (x_high == x_low) x_low = x_span.front(), x_high = x_span.back();
+  // Whole-number data (epochs, steps) gets whole-number ticks only.
+  bool whole_x = true;
+  for (const ChartSeries& line : series) {
+    for (const auto& point : line.points) whole_x = whole_x && point.first == std::floor(point.first);
+  }
+  std::vector<double> x_ticks;
+  for (const double x : x_span) {
+    const bool inside = x >= x_low - 1e-9 * std::abs(x_low) && x <= x_high + 1e-9 * std::abs(x_high);
+    if (inside && (!whole_x || std::abs(x - std::round(x)) < 1e-9)) x_ticks.push_back(x);
+  }
+  const double x_step = x_span[1] - x_span[0];
+  const double x0 = x_low, x1 = x_high, y0 = y_ticks.front(), y1 = y_ticks.back();
+  const double plot_width = width - kLeft - kRight, plot_height = height - kTop - kBottom;
+  const auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * plot_width; };
+  const auto py = [&](double y) { return kTop + (1.0 - (y - y0) / (y1 - y0)) * plot_height; };
+
+  // Grid lines and tick labels.
+  for (const double y : y_ticks) {
+    svg << "<line x1=\"" << number(kLeft) << "\" x2=\"" << number(width - kRight) << "\" y1=\"" << number(py(y))
+        << "\" y2=\"" << number(py(y)) << "\" stroke=\"#e5e5e5\"/>\n";
+    svg << "<text x=\"" << number(kLeft - 6) << "\" y=\"" << number(py(y) + 4) << "\" text-anchor=\"end\">"
+        << tick_label(y, y_ticks[1] - y_ticks[0]) << "</text>\n";
+  }
+  for (const double x : x_ticks) {
+    svg << "<text x=\"" << number(px(x)) << "\" y=\"" << number(height - kBottom + 16)
+        << "\" text-anchor=\"middle\">" << tick_label(x, x_step) << "</text>\n";
+  }
+  svg << "<rect x=\"" << number(kLeft) << "\" y=\"" << number(kTop) << "\" width=\"" << number(plot_width)
+      << "\" height=\"" << number(plot_height) << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  svg << "<text x=\"" << number(kLeft + plot_width / 2) << "\" y=\"" << number(height - 8)
+      << "\" text-anchor=\"middle\">" << xml_escape(options.x_label) << "</text>\n";
+  if (!options.y_label.empty()) {
+    svg << "<text transform=\"translate(14," << number(kTop + plot_height / 2)
+        << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(options.y_label) << "</text>\n";
+  }
+
+  // Series and legend.
+  int drawn = 0;
+  for (const ChartSeries& line : series) {
+    std::ostringstream points;
+    int count = 0;
+    for (const auto& [x, y] : line.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      points << (count++ ? " " : "") << number(px(x)) << "," << number(py(y));
+    }
+    if (count == 0) continue;
+    const char* colour = kColours[drawn % (sizeof(kColours) / sizeof(kColours[0]))];
+    svg << "<g class=\"series\" data-name=\"" << xml_escape(line.name) << "\">";
+    if (count == 1) {
+      const std::string point = points.str();
+      const size_t comma = point.find(',');
+      svg << "<circle cx=\"" << point.substr(0, comma) << "\" cy=\"" << point.substr(comma + 1)
+          << "\" r=\"3\" fill=\"" << colour << "\"/>";
+    } else {
+      svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"" << points.str()
+          << "\"/>";
+    }
+    const double legend_x = width - kRight + 10, legend_y = kTop + 8 + 14 * drawn;
+    svg << "<line x1=\"" << number(legend_x) << "\" x2=\"" << number(legend_x + 16) << "\" y1=\""
+        << number(legend_y - 4) << "\" y2=\"" << number(legend_y - 4) << "\" stroke=\"" << colour
+        << "\" stroke-width=\"2\"/><text x=\"" << number(legend_x + 20) << "\" y=\"" << number(legend_y) << "\">"
+        << xml_escape(line.name) << "</text></g>\n";
+    ++drawn;
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+}  // namespace saccade

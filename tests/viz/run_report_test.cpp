@@ -1,0 +1,219 @@
+// The run and sweep report pages: chart geometry and ticks worked by hand, base64 against RFC 4648,
+// page contents from a run folder built here, and the page as headless Chromium renders it.
+#include "viz/run_report.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "data/image_pipeline.h"
+#include "eval/split_results.h"
+#include "io/json.h"
+#include "io/metrics_csv.h"
+#include "test_util.h"
+#include "viz/sample_overlays.h"
+#include "viz/svg_chart.h"
+
+namespace saccade {
+namespace {
+
+using testing::read_file;
+using testing::TempDir;
+using testing::write_file;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(NiceTicks, StepsAreOneTwoOrFiveTimesAPowerOfTen) {
+  EXPECT_EQ(nice_ticks(0, 1, 5), (std::vector<double>{0, 0.2, 0.4, 0.6000000000000001, 0.8, 1}));
+  // rough step 0.148 -> 0.2; from floor(0.13 / 0.2) * 0.2 = 0 to ceil(0.87 / 0.2) * 0.2 = 1.
+  const auto ticks = nice_ticks(0.13, 0.87, 5);
+  ASSERT_EQ(ticks.size(), 6u);
+  EXPECT_DOUBLE_EQ(ticks.front(), 0.0);
+  EXPECT_DOUBLE_EQ(ticks.back(), 1.0);
+  // rough step 3125 / 6 = 520.8 -> 1000.
+  EXPECT_EQ(nice_ticks(0, 3125, 6), (std::vector<double>{0, 1000, 2000, 3000, 4000}));
+  // A single value 3 is widened by 10% to [2.7, 3.3]: rough 0.12 -> 0.2, ticks 2.6 .. 3.4.
+  const auto single = nice_ticks(3, 3, 5);
+  ASSERT_EQ(single.size(), 5u);
+  EXPECT_NEAR(single.front(), 2.6, 1e-12);
+  EXPECT_NEAR(single.back(), 3.4, 1e-12);
+}
+
+TEST(SvgLineChart, PlacesPointsInThePlotArea) {
+  // 600 x 300: plot area x 64 .. 450 (margins 64 and 150), y 32 .. 256 (margins 32 and 44).
+  // x spans the data (0 .. 10), y the ticks of [0, 1] (0 .. 1).
+  const std::string svg = svg_line_chart({"t", "step", "loss"}, {{"a<b", {{0, 0}, {10, 1}, {5, 0.5}}}});
+  EXPECT_TRUE(contains(svg, "points=\"64.00,256.00 450.00,32.00 257.00,144.00\"")) << svg;
+  EXPECT_TRUE(contains(svg, ">a&lt;b</text>"));
+  EXPECT_FALSE(contains(svg, "a<b"));
+  // One point is a dot; no finite point at all says so.
+  EXPECT_TRUE(contains(svg_line_chart({"t", "x", "y"}, {{"one", {{2, 3}}}}), "<circle"));
+  EXPECT_TRUE(contains(svg_line_chart({"t", "x", "y"}, {{"none", {{1, NAN}}}}), "no data yet"));
+}
+
+TEST(Base64, MatchesRfc4648Vectors) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode(std::string("\xff\x00\xfe", 3)), "/wD+");
+}
+
+// A run folder as training leaves it: config, run record, three epochs of metrics (the best
+// bleu4 at epoch 2), test scores, and one sample whose overlay is a solid red square.
+void make_run_folder(const std::filesystem::path& run, double bleu_scale = 1.0) {
+  write_file(run / "config.yaml", "train:\n  val_metric: bleu4\n  epochs: 3\n");
+  write_file(run / "overrides.yaml", "- train.epochs=3\n");
+  write_file(
+      run / "run.yaml",
+      "command: train\nargv: [saccade, train, train.epochs=3]\nchoices: {dataset: shapes}\n"
+      "host: box\nstarted: 2026-01-02T03:04:05+0000\nversion: 0.1.0\ncommit: abc1234\n");
+  {
+    MetricsCsv csv(run / "metrics.csv", {"kind", "epoch", "step", "loss", "lr", "bleu4", "cider_d"});
+    const double bleu[] = {0.31, 0.47, 0.42};
+    for (int epoch = 1; epoch <= 3; ++epoch) {
+      csv.write(
+          {{"kind", "train"},
+           {"epoch", std::to_string(epoch)},
+           {"step", std::to_string(10 * epoch)},
+           {"loss", MetricsCsv::number(4.0 - epoch)},
+           {"lr", "0.001"}});
+      csv.write(
+          {{"kind", "val"},
+           {"epoch", std::to_string(epoch)},
+           {"step", std::to_string(10 * epoch)},
+           {"bleu4", MetricsCsv::number(bleu[epoch - 1] * bleu_scale)},
+           {"cider_d", MetricsCsv::number(epoch * 0.5)}});
+    }
+  }
+  SplitResults test{"test", "greedy", 2, {"7"}, {{"7", "a red square"}}, {}, {}};
+  test.scores.bleu = {0.9, 0.8, 0.7, 0.6125};
+  test.scores.cider_d = 2.25;
+  write_split_results(run / "results", test);
+  std::filesystem::create_directories(run / "samples");
+  write_image_file(
+      run / "samples/000_7.png", torch::tensor({255, 0, 0}, torch::kUInt8).expand({48, 48, 3}).contiguous());
+  const Json sample = Json::object(
+      {{"image_id", "7"},
+       {"caption", "a red square"},
+       {"log_prob", -1.5},
+       {"references", Json::array({"a <b>red</b> square"})},
+       {"file", "000_7.png"}});
+  write_json_file(run / "samples" / kSamplesIndex, Json::array({sample}));
+}
+
+TEST(RunReport, HoldsMetricsCurvesSamplesAndConfigInline) {
+  TempDir dir;
+  const auto run = dir / "run";
+  make_run_folder(run);
+  write_run_report(run);
+  const std::string html = read_file(run / "report.html");
+  for (const char* id : {"summary", "metrics", "curves", "samples", "config"})
+    EXPECT_TRUE(contains(html, "<section id=\"" + std::string(id) + "\">")) << id;
+  // Best bleu4 is epoch 2's 0.47; the test row comes from results/test_scores.json.
+  EXPECT_TRUE(contains(html, "<td>validation, best bleu4</td><td class=\"number\">2</td>"));
+  EXPECT_TRUE(contains(html, "<td class=\"number\">0.4700</td>"));
+  EXPECT_TRUE(contains(html, "<td class=\"number\">0.6125</td>"));
+  EXPECT_TRUE(contains(html, "<td class=\"number\">n/a</td>"));  // METEOR unavailable, not 0
+  EXPECT_TRUE(contains(html, "saccade train train.epochs=3"));
+  // The overlay is the PNG file itself, base64-encoded inline; references are escaped.
+  EXPECT_TRUE(contains(html, "src=\"data:image/png;base64," + base64_encode(read_file(run / "samples/000_7.png"))));
+  EXPECT_TRUE(contains(html, "reference: a &lt;b&gt;red&lt;/b&gt; square"));
+  // Self-contained: nothing is fetched, nothing runs.
+  EXPECT_FALSE(contains(html, "src=\"http"));
+  EXPECT_FALSE(contains(html, "href=\"http"));
+  EXPECT_FALSE(contains(html, "<script"));
+  EXPECT_FALSE(contains(html, "<link"));
+}
+
+TEST(RunReport, ShowsAFreshRunAndRejectsAFolderThatIsNoRun) {
+  TempDir dir;
+  write_file(dir / "run/config.yaml", "train:\n  val_metric: cider_d\n");
+  write_run_report(dir / "run");
+  const std::string html = read_file(dir / "run/report.html");
+  EXPECT_TRUE(contains(html, "No validation yet."));
+  EXPECT_TRUE(contains(html, "no data yet"));
+  EXPECT_TRUE(contains(html, "No samples yet"));
+  try {
+    write_run_report(dir / "elsewhere");
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_TRUE(contains(error.what(), "elsewhere is not a run folder")) << error.what();
+  }
+}
+
+TEST(SweepReport, ComparesJobsAndMarksTheBest) {
+  TempDir dir;
+  const auto sweep = dir / "sweep";
+  write_file(
+      sweep / "multirun.yaml",
+      "command: train\nargv: [saccade, train, -m, seed=1,2,3]\noverrides: [seed=1,2,3]\n"
+      "jobs: [[seed=1], [seed=2], [seed=3]]\nstarted: 2026-01-02T03:04:05+0000\n");
+  make_run_folder(sweep / "0", 1.0);
+  make_run_folder(sweep / "1", 1.5);  // best bleu4 0.705
+  write_run_report(sweep / "1");
+  write_sweep_report(sweep);
+  const std::string html = read_file(sweep / "report.html");
+  EXPECT_TRUE(contains(html, "<section id=\"jobs\">"));
+  EXPECT_TRUE(contains(html, "<tr class=\"best\"><td><a href=\"1/report.html\">#1</a></td><td>seed=2</td>"));
+  EXPECT_TRUE(contains(html, "<tr><td>#0</td><td>seed=1</td><td>finished</td>"));  // no report.html: no link
+  EXPECT_TRUE(contains(html, "<tr><td>#2</td><td>seed=3</td><td>not started</td>"));
+  EXPECT_TRUE(contains(html, "bleu4 0.7050"));
+  EXPECT_EQ(html.find("bleu4 0.7050"), html.rfind("bleu4 0.7050"));
+  EXPECT_TRUE(contains(html, "data-name=\"#0 seed=1\""));
+  EXPECT_TRUE(contains(html, "data-name=\"#1 seed=2\""));
+  EXPECT_THROW(write_sweep_report(dir / "sweep/0"), std::runtime_error);
+}
+
+// Runs headless Chromium on `page`: the DOM after loading into `dom`, a screenshot into `png`.
+// Returns the exit status of the screenshot run.
+int render_in_chromium(const std::filesystem::path& page, const std::filesystem::path& work, std::string& dom) {
+  const std::string flags =
+      "--headless --no-sandbox --disable-gpu --disable-background-networking --disable-extensions "
+      "--disable-sync --no-first-run --no-default-browser-check --hide-scrollbars --user-data-dir=" +
+      (work / "profile").string() + " ";
+  const std::string url = "file://" + std::filesystem::absolute(page).string();
+  const std::string dump = "timeout 120 chromium " + flags + "--dump-dom " + url + " > " +
+                           (work / "dom.html").string() + " 2> " + (work / "dump.log").string();
+  if (std::system(dump.c_str()) != 0) return -1;
+  dom = read_file(work / "dom.html");
+  const std::string shot = "timeout 120 chromium " + flags + "--window-size=1280,2400 --screenshot=" +
+                           (work / "page.png").string() + " " + url + " > " + (work / "shot.log").string() +
+                           " 2>&1";
+  return std::system(shot.c_str());
+}
+
+TEST(RunReport, RendersInHeadlessChromium) {
+  ASSERT_EQ(std::system("command -v chromium > /dev/null"), 0)
+      << "chromium is not installed; scripts/setup.sh installs it (Debian package chromium)";
+  TempDir dir;
+  const auto run = dir / "run";
+  make_run_folder(run);
+  write_run_report(run);
+  std::string dom;
+  ASSERT_EQ(render_in_chromium(run / "report.html", dir.path(), dom), 0) << read_file(dir / "shot.log");
+  // The browser parsed the page into the expected elements.
+  for (const char* id : {"summary", "metrics", "curves", "samples", "config"})
+    EXPECT_TRUE(contains(dom, "<section id=\"" + std::string(id) + "\">")) << id;
+  EXPECT_TRUE(contains(dom, "<svg"));
+  EXPECT_TRUE(contains(dom, "<polyline"));
+  EXPECT_TRUE(contains(dom, "generated: a red square"));
+  // The screenshot shows the inline overlay (a 48 x 48 block of pure red) and a chart line in
+  // the first series' colour (#1f77b4).
+  const torch::Tensor shot = decode_image(dir / "page.png").to(torch::kInt32);  // [H, W, 3]
+  EXPECT_EQ(shot.size(1), 1280);
+  const auto red = (shot.select(2, 0) == 255) & (shot.select(2, 1) == 0) & (shot.select(2, 2) == 0);
+  EXPECT_GE(red.sum().item<int64_t>(), 40 * 40);
+  const auto blue = (shot.select(2, 0) == 0x1f) & (shot.select(2, 1) == 0x77) & (shot.select(2, 2) == 0xb4);
+  EXPECT_GE(blue.sum().item<int64_t>(), 50);
+}
+
+}  // namespace
+}  // namespace saccade
