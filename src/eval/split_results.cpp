@@ -24,7 +24,8 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
   const CaptionScores& scores = results.scores;
   Json captions = Json::array();
   for (const auto& id : results.image_order) {
-    captions.push_back(Json::object({{"image_id", image_id_json(id)}, {"caption", results.candidates.at(id)}}));
+    captions.push_back(
+        Json::object({{"image_id", image_id_json(id)}, {"caption", results.candidates.at(id)}}));
   }
   Json per_image = Json::array();
   for (const ImageScores& image : scores.images) {

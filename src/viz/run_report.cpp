@@ -42,7 +42,7 @@ struct CaptionMetric {
   const char* label;  // as the table shows it
 };
 constexpr CaptionMetric kCaptionMetrics[] = {
-    {"bleu1", "BLEU-1"}, {"bleu2", "BLEU-2"},   {"bleu3", "BLEU-3"},  {"bleu4", "BLEU-4"},
+    {"bleu1", "BLEU-1"},  {"bleu2", "BLEU-2"},    {"bleu3", "BLEU-3"},   {"bleu4", "BLEU-4"},
     {"meteor", "METEOR"}, {"rouge_l", "ROUGE-L"}, {"cider_d", "CIDEr-D"}};
 
 using Row = std::map<std::string, std::string>;
@@ -62,12 +62,13 @@ std::string fixed(double value, int decimals = 4) {
 }
 
 std::string html_page_start(const std::string& title) {
-  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + xml_escape(title) +
-         "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
+         xml_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
 }
 
 std::string number_cell(const std::optional<double>& value, int decimals = 4) {
-  return value ? "<td class=\"number\">" + fixed(*value, decimals) + "</td>" : "<td class=\"number\">n/a</td>";
+  return value ? "<td class=\"number\">" + fixed(*value, decimals) + "</td>"
+               : "<td class=\"number\">n/a</td>";
 }
 
 // The validation metric that picks the best checkpoint, from the run's config (train.val_metric).
@@ -110,7 +111,8 @@ std::vector<std::pair<std::string, Json>> read_split_scores(const fs::path& run_
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(results)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() > 12 && name.compare(name.size() - 12, 12, "_scores.json") == 0) files.push_back(entry.path());
+    if (name.size() > 12 && name.compare(name.size() - 12, 12, "_scores.json") == 0)
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   for (const auto& file : files) scores.emplace_back(file.filename().string(), read_json_file(file));
@@ -154,7 +156,8 @@ std::string summary_section(const fs::path& run_dir, const std::optional<Metrics
   if (fs::exists(run_dir / "run.yaml")) {
     const YAML::Node run = read_yaml(run_dir / "run.yaml");
     std::string command_line;
-    for (const auto& arg : run["argv"]) command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
+    for (const auto& arg : run["argv"])
+      command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
     item("command", command_line);
     std::string choices;
     for (const auto& choice : run["choices"]) {
@@ -186,15 +189,17 @@ std::string metrics_section(
     const std::vector<std::pair<std::string, Json>>& split_scores) {
   std::string html = "<section id=\"metrics\">\n<h2>Metrics</h2>\n";
   const std::vector<Row> val = metrics ? rows_of_kind(*metrics, "val") : std::vector<Row>{};
-  if (val.empty() && split_scores.empty()) return html + "<p class=\"note\">No validation yet.</p>\n</section>\n";
+  if (val.empty() && split_scores.empty())
+    return html + "<p class=\"note\">No validation yet.</p>\n</section>\n";
   html += "<table>\n" + metrics_header();
   if (const auto best = best_row(val, val_metric))
     html += metrics_row_from_csv("validation, best " + val_metric, *best);
   if (!val.empty()) html += metrics_row_from_csv("validation, last epoch", val.back());
   for (const auto& [file, scores] : split_scores) html += metrics_row_from_scores(scores);
   html += "</table>\n";
-  html += "<p class=\"note\">Validation rows: greedy decoding during training (up to train.val_max_images "
-          "images). Split rows: results/&lt;split&gt;_scores.json, scored with the coco-caption metrics.</p>\n";
+  html +=
+      "<p class=\"note\">Validation rows: greedy decoding during training (up to train.val_max_images "
+      "images). Split rows: results/&lt;split&gt;_scores.json, scored with the coco-caption metrics.</p>\n";
   return html + "</section>\n";
 }
 
@@ -203,7 +208,8 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
   for (const auto& [file, scores] : split_scores) {
     const Json* shapes = scores.find("shapes");
     if (shapes == nullptr) continue;
-    rows += "<tr><td>" + xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
+    rows += "<tr><td>" +
+            xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
             "</td>" + number_cell(shapes->at("pointing_accuracy").as_double(), 3) +
             number_cell(shapes->at("pointing_baseline").as_double(), 3) + "<td class=\"number\">" +
             std::to_string(shapes->at("pointing_words").as_int64()) + "</td>" +
@@ -215,13 +221,16 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
   if (rows.empty()) return "";
   return "<section id=\"shapes\">\n<h2>Attention and content (shapes world)</h2>\n<table>\n"
          "<tr><th>split</th><th>pointing game</th><th>random attention</th><th>words</th>"
-         "<th>content accuracy</th><th>object mentions</th><th>relation accuracy</th><th>relations</th></tr>\n" +
+         "<th>content accuracy</th><th>object mentions</th><th>relation "
+         "accuracy</th><th>relations</th></tr>\n" +
          rows +
-         "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak lies "
+         "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak "
+         "lies "
          "in that object's box.</p>\n</section>\n";
 }
 
-ChartSeries series_of(const std::vector<Row>& rows, const std::string& x, const std::string& y, std::string name) {
+ChartSeries series_of(
+    const std::vector<Row>& rows, const std::string& x, const std::string& y, std::string name) {
   ChartSeries series{std::move(name), {}};
   for (const Row& row : rows) {
     const auto x_value = MetricsTable::number(row, x);
@@ -241,10 +250,12 @@ std::string curves_section(const std::optional<MetricsTable>& metrics) {
        series_of(train, "step", "alpha_reg", "attention penalty")});
   std::vector<ChartSeries> captions;
   for (const auto& metric : kCaptionMetrics) {
-    if (std::string(metric.key) != "cider_d") captions.push_back(series_of(val, "epoch", metric.key, metric.label));
+    if (std::string(metric.key) != "cider_d")
+      captions.push_back(series_of(val, "epoch", metric.key, metric.label));
   }
   html += svg_line_chart({"Validation", "epoch", "score"}, captions);
-  html += svg_line_chart({"Validation CIDEr-D", "epoch", "CIDEr-D"}, {series_of(val, "epoch", "cider_d", "CIDEr-D")});
+  html += svg_line_chart(
+      {"Validation CIDEr-D", "epoch", "CIDEr-D"}, {series_of(val, "epoch", "cider_d", "CIDEr-D")});
   html += svg_line_chart({"Learning rate", "step", "lr"}, {series_of(train, "step", "lr", "learning rate")});
   return html + "</div>\n</section>\n";
 }
@@ -253,8 +264,9 @@ std::string samples_section(const fs::path& run_dir) {
   const fs::path index_path = run_dir / "samples" / kSamplesIndex;
   std::string html = "<section id=\"samples\">\n<h2>Samples</h2>\n";
   if (!fs::exists(index_path)) {
-    return html + "<p class=\"note\">No samples yet: they are drawn from the test split at the end of training "
-                  "(viz.sample_images).</p>\n</section>\n";
+    return html +
+           "<p class=\"note\">No samples yet: they are drawn from the test split at the end of training "
+           "(viz.sample_images).</p>\n</section>\n";
   }
   const Json index = read_json_file(index_path);
   for (const Json& sample : index.as_array()) {
@@ -268,8 +280,9 @@ std::string samples_section(const fs::path& run_dir) {
       html += "<p class=\"note\">" + xml_escape(png.string()) + " is missing.</p>\n";
     }
     html += "<figcaption><p>image " + xml_escape(id) + ", log-probability " +
-            fixed(sample.at("log_prob").as_double(), 2) + "</p><p class=\"generated\">generated: " +
-            xml_escape(sample.at("caption").as_string()) + "</p><ul class=\"references\">";
+            fixed(sample.at("log_prob").as_double(), 2) +
+            "</p><p class=\"generated\">generated: " + xml_escape(sample.at("caption").as_string()) +
+            "</p><ul class=\"references\">";
     for (const Json& reference : sample.at("references").as_array())
       html += "<li>reference: " + xml_escape(reference.as_string()) + "</li>";
     html += "</ul></figcaption>\n</figure>\n";
@@ -283,8 +296,8 @@ std::string config_section(const fs::path& run_dir) {
     html += "<details open><summary>overrides.yaml</summary><pre>" +
             xml_escape(read_file_bytes(run_dir / "overrides.yaml")) + "</pre></details>\n";
   }
-  html += "<details><summary>config.yaml (resolved)</summary><pre>" + xml_escape(read_file_bytes(run_dir / "config.yaml")) +
-          "</pre></details>\n";
+  html += "<details><summary>config.yaml (resolved)</summary><pre>" +
+          xml_escape(read_file_bytes(run_dir / "config.yaml")) + "</pre></details>\n";
   return html + "</section>\n";
 }
 
@@ -305,7 +318,8 @@ std::string base64_encode(std::string_view bytes) {
   }
   if (i < bytes.size()) {
     const bool two = i + 1 < bytes.size();
-    const uint32_t group = static_cast<uint8_t>(bytes[i]) << 16 | (two ? static_cast<uint8_t>(bytes[i + 1]) << 8 : 0);
+    const uint32_t group =
+        static_cast<uint8_t>(bytes[i]) << 16 | (two ? static_cast<uint8_t>(bytes[i + 1]) << 8 : 0);
     out += kAlphabet[group >> 18 & 63];
     out += kAlphabet[group >> 12 & 63];
     out += two ? kAlphabet[group >> 6 & 63] : '=';
@@ -339,9 +353,11 @@ void write_sweep_report(const fs::path& sweep_dir) {
   const std::string title = "saccade sweep " + sweep_dir.lexically_normal().string();
   std::string html = html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
   std::string command_line;
-  for (const auto& arg : record["argv"]) command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
+  for (const auto& arg : record["argv"])
+    command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
   html += "<section id=\"summary\">\n<dl><dt>command</dt><dd>" + xml_escape(command_line) + "</dd>";
-  if (record["started"]) html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
+  if (record["started"])
+    html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
   html += "<dt>jobs</dt><dd>" + std::to_string(record["jobs"].size()) + "</dd></dl>\n</section>\n";
 
   struct JobSummary {
@@ -372,7 +388,8 @@ void write_sweep_report(const fs::path& sweep_dir) {
           job.best = MetricsTable::number(*best, job.val_metric);
           job.best_epoch = best->at("epoch");
         }
-        curves.push_back(series_of(val, "epoch", chart_metric, "#" + std::to_string(number) + " " + job.overrides));
+        curves.push_back(
+            series_of(val, "epoch", chart_metric, "#" + std::to_string(number) + " " + job.overrides));
       }
       for (const auto& [file, scores] : read_split_scores(job_dir)) {
         if (scores.at("split").as_string() != "test") continue;
@@ -386,25 +403,31 @@ void write_sweep_report(const fs::path& sweep_dir) {
   // The best job: the highest best validation score (jobs compared on the first job's metric).
   std::optional<size_t> best_job;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].best && jobs[i].val_metric == chart_metric && (!best_job || *jobs[i].best > *jobs[*best_job].best))
+    if (jobs[i].best && jobs[i].val_metric == chart_metric &&
+        (!best_job || *jobs[i].best > *jobs[*best_job].best))
       best_job = i;
   }
-  html += "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>overrides</th><th>status</th>"
-          "<th>epochs</th><th>best validation</th><th>at epoch</th><th>test BLEU-4</th><th>test CIDEr-D</th></tr>\n";
+  html +=
+      "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>overrides</th><th>status</th>"
+      "<th>epochs</th><th>best validation</th><th>at epoch</th><th>test BLEU-4</th><th>test "
+      "CIDEr-D</th></tr>\n";
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobSummary& job = jobs[i];
     const std::string name = "#" + std::to_string(i);
-    html += std::string("<tr") + (best_job == i ? " class=\"best\"" : "") + "><td>" +
-            (job.has_report ? "<a href=\"" + std::to_string(i) + "/report.html\">" + name + "</a>" : name) +
-            "</td><td>" + xml_escape(job.overrides) + "</td><td>" + job.status + "</td><td class=\"number\">" +
-            job.epochs + "</td>" +
-            (job.best ? "<td class=\"number\">" + xml_escape(job.val_metric) + " " + fixed(*job.best) + "</td>"
-                      : std::string("<td></td>")) +
-            "<td class=\"number\">" + job.best_epoch + "</td>" + number_cell(job.test_bleu4) +
-            number_cell(job.test_cider) + "</tr>\n";
+    html +=
+        std::string("<tr") + (best_job == i ? " class=\"best\"" : "") + "><td>" +
+        (job.has_report ? "<a href=\"" + std::to_string(i) + "/report.html\">" + name + "</a>" : name) +
+        "</td><td>" + xml_escape(job.overrides) + "</td><td>" + job.status + "</td><td class=\"number\">" +
+        job.epochs + "</td>" +
+        (job.best ? "<td class=\"number\">" + xml_escape(job.val_metric) + " " + fixed(*job.best) + "</td>"
+                  : std::string("<td></td>")) +
+        "<td class=\"number\">" + job.best_epoch + "</td>" + number_cell(job.test_bleu4) +
+        number_cell(job.test_cider) + "</tr>\n";
   }
   html += "</table>\n";
-  if (best_job) html += "<p>Best job: #" + std::to_string(*best_job) + " (" + xml_escape(jobs[*best_job].overrides) + ")</p>\n";
+  if (best_job)
+    html += "<p>Best job: #" + std::to_string(*best_job) + " (" + xml_escape(jobs[*best_job].overrides) +
+            ")</p>\n";
   html += "</section>\n<section id=\"curves\">\n<h2>Curves</h2>\n<div class=\"charts\">\n";
   ChartOptions chart{"Validation " + chart_metric, "epoch", chart_metric};
   chart.width = 900;

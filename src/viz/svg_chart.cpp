@@ -48,7 +48,11 @@ std::vector<double> nice_ticks(double low, double high, int target) {
   const double rough = (high - low) / std::max(1, target);
   const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
   const double fraction = rough / magnitude;
-  const double step = (fraction <= 1.0 ? 1.0 : fraction <= 2.0 ? 2.0 : fraction <= 5.0 ? 5.0 : 10.0) * magnitude;
+  const double step = (fraction <= 1.0   ? 1.0
+                       : fraction <= 2.0 ? 2.0
+                       : fraction <= 5.0 ? 5.0
+                                         : 10.0) *
+                      magnitude;
   const double first = std::floor(low / step + 1e-9);
   const double last = std::ceil(high / step - 1e-9);
   std::vector<double> ticks;
@@ -61,12 +65,23 @@ std::string xml_escape(const std::string& text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -84,8 +99,8 @@ std::string svg_line_chart(const ChartOptions& options, const std::vector<ChartS
     }
   }
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"" << options.width << "\" height=\""
-      << options.height << "\" viewBox=\"0 0 " << options.width << " " << options.height
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"" << options.width
+      << "\" height=\"" << options.height << "\" viewBox=\"0 0 " << options.width << " " << options.height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg << "<title>" << xml_escape(options.title) << "</title>\n";
   svg << "<text x=\"" << number(width / 2) << "\" y=\"18\" text-anchor=\"middle\" font-size=\"13\" "
@@ -117,8 +132,8 @@ std::string svg_line_chart(const ChartOptions& options, const std::vector<ChartS
 
   // Grid lines and tick labels.
   for (const double y : y_ticks) {
-    svg << "<line x1=\"" << number(kLeft) << "\" x2=\"" << number(width - kRight) << "\" y1=\"" << number(py(y))
-        << "\" y2=\"" << number(py(y)) << "\" stroke=\"#e5e5e5\"/>\n";
+    svg << "<line x1=\"" << number(kLeft) << "\" x2=\"" << number(width - kRight) << "\" y1=\""
+        << number(py(y)) << "\" y2=\"" << number(py(y)) << "\" stroke=\"#e5e5e5\"/>\n";
     svg << "<text x=\"" << number(kLeft - 6) << "\" y=\"" << number(py(y) + 4) << "\" text-anchor=\"end\">"
         << tick_label(y, y_ticks[1] - y_ticks[0]) << "</text>\n";
   }
@@ -153,14 +168,14 @@ std::string svg_line_chart(const ChartOptions& options, const std::vector<ChartS
       svg << "<circle cx=\"" << point.substr(0, comma) << "\" cy=\"" << point.substr(comma + 1)
           << "\" r=\"3\" fill=\"" << colour << "\"/>";
     } else {
-      svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"" << points.str()
-          << "\"/>";
+      svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\""
+          << points.str() << "\"/>";
     }
     const double legend_x = width - kRight + 10, legend_y = kTop + 8 + 14 * drawn;
     svg << "<line x1=\"" << number(legend_x) << "\" x2=\"" << number(legend_x + 16) << "\" y1=\""
         << number(legend_y - 4) << "\" y2=\"" << number(legend_y - 4) << "\" stroke=\"" << colour
-        << "\" stroke-width=\"2\"/><text x=\"" << number(legend_x + 20) << "\" y=\"" << number(legend_y) << "\">"
-        << xml_escape(line.name) << "</text></g>\n";
+        << "\" stroke-width=\"2\"/><text x=\"" << number(legend_x + 20) << "\" y=\"" << number(legend_y)
+        << "\">" << xml_escape(line.name) << "</text></g>\n";
     ++drawn;
   }
   svg << "</svg>\n";

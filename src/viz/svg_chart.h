@@ -14,7 +14,7 @@
 namespace saccade {
 
 struct ChartSeries {
-  std::string name;                            // the legend entry
+  std::string name;                               // the legend entry
   std::vector<std::pair<double, double>> points;  // (x, y), in drawing order; non-finite points are skipped
 };
 

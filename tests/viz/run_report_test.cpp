@@ -124,7 +124,8 @@ TEST(RunReport, HoldsMetricsCurvesSamplesAndConfigInline) {
   EXPECT_TRUE(contains(html, "<td class=\"number\">n/a</td>"));  // METEOR unavailable, not 0
   EXPECT_TRUE(contains(html, "saccade train train.epochs=3"));
   // The overlay is the PNG file itself, base64-encoded inline; references are escaped.
-  EXPECT_TRUE(contains(html, "src=\"data:image/png;base64," + base64_encode(read_file(run / "samples/000_7.png"))));
+  EXPECT_TRUE(
+      contains(html, "src=\"data:image/png;base64," + base64_encode(read_file(run / "samples/000_7.png"))));
   EXPECT_TRUE(contains(html, "reference: a &lt;b&gt;red&lt;/b&gt; square"));
   // Self-contained: nothing is fetched, nothing runs.
   EXPECT_FALSE(contains(html, "src=\"http"));
@@ -174,7 +175,8 @@ TEST(SweepReport, ComparesJobsAndMarksTheBest) {
 
 // Runs headless Chromium on `page`: the DOM after loading into `dom`, a screenshot into `png`.
 // Returns the exit status of the screenshot run.
-int render_in_chromium(const std::filesystem::path& page, const std::filesystem::path& work, std::string& dom) {
+int render_in_chromium(
+    const std::filesystem::path& page, const std::filesystem::path& work, std::string& dom) {
   const std::string flags =
       "--headless --no-sandbox --disable-gpu --disable-background-networking --disable-extensions "
       "--disable-sync --no-first-run --no-default-browser-check --hide-scrollbars --user-data-dir=" +
@@ -184,9 +186,9 @@ int render_in_chromium(const std::filesystem::path& page, const std::filesystem:
                            (work / "dom.html").string() + " 2> " + (work / "dump.log").string();
   if (std::system(dump.c_str()) != 0) return -1;
   dom = read_file(work / "dom.html");
-  const std::string shot = "timeout 120 chromium " + flags + "--window-size=1280,2400 --screenshot=" +
-                           (work / "page.png").string() + " " + url + " > " + (work / "shot.log").string() +
-                           " 2>&1";
+  const std::string shot = "timeout 120 chromium " + flags +
+                           "--window-size=1280,2400 --screenshot=" + (work / "page.png").string() + " " +
+                           url + " > " + (work / "shot.log").string() + " 2>&1";
   return std::system(shot.c_str());
 }
 
