@@ -1,6 +1,9 @@
 // The benchmark cases of `saccade bench` (one file each) and what they share.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "cli/command.h"
 #include "models/decoder.h"
 
@@ -14,5 +17,9 @@ int bench_loader(const Job& job);   // bench_loader.cpp: image decoding and batc
 // embedding and LSTM of 512, V=10000, additive attention, vector gate, no deep output,
 // dropout 0.5.
 DecoderOptions peer_decoder_options();
+
+// Runs `run` once under LibTorch's profiler and prints the `top` ops by self time, with their
+// input shapes (bench_decoder.cpp).
+void print_op_profile(const std::string& what, const std::function<void()>& run, size_t top);
 
 }  // namespace saccade::cli

@@ -36,11 +36,10 @@ struct BenchCase {
 
 // Prints the facts every benchmark result is read against: cores, threads, wait policy, BLAS speed.
 int bench_machine(const Job&) {
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  std::cout << "host " << host << ", " << std::thread::hardware_concurrency()
-            << " cores, OMP_WAIT_POLICY=" << (wait_policy ? wait_policy : "(unset)") << "\n";
+  std::cout << "host " << host << ", " << std::thread::hardware_concurrency() << " cores, "
+            << openmp_waiting() << "\n";
   for (int size : {256, 1024, 2048}) {
     std::cout << "matmul " << size << "x" << size << ": " << measure_matmul_gflops(size) << " GFLOP/s\n";
   }

@@ -111,12 +111,30 @@ std::map<std::string, OpTime> profile(const std::function<void()>& step) {
 
 }  // namespace
 
-int bench_decoder(const Job& job) {
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+void print_op_profile(const std::string& what, const std::function<void()>& run, size_t top) {
+  const auto start = Clock::now();
+  const auto ops = profile(run);
+  const double profiled_us = 1e6 * seconds_since(start);
+  std::vector<std::pair<std::string, OpTime>> sorted(ops.begin(), ops.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.second.self_us > b.second.self_us;
+  });
   std::printf(
-      "machine: %u cores, LibTorch threads %d, OpenBLAS threads %d, OMP_WAIT_POLICY=%s\n",
+      "profile of %s (%.1f ms with the profiler on), self time per op and input shapes:\n", what.c_str(),
+      profiled_us / 1e3);
+  for (size_t i = 0; i < std::min(sorted.size(), top); ++i) {
+    const auto& [name, op] = sorted[i];
+    std::printf(
+        "  %7.1f ms %5.1f%% %5ld x  %s\n", op.self_us / 1e3, 100 * op.self_us / profiled_us, long(op.calls),
+        name.c_str());
+  }
+}
+
+int bench_decoder(const Job& job) {
+  std::printf(
+      "machine: %u cores, LibTorch threads %d, OpenBLAS threads %d, %s\n",
       std::thread::hardware_concurrency(), at::get_num_threads(), openblas_get_num_threads(),
-      wait_policy ? wait_policy : "(unset)");
+      openmp_waiting().c_str());
   std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
 
   torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
@@ -168,22 +186,7 @@ int bench_decoder(const Job& job) {
       1e3 * *std::max_element(total_s.begin(), total_s.end()));
   std::printf("speed: %.1f images/s, %.1f GFLOP/s achieved\n", kBatch / seconds, flops / seconds / 1e9);
 
-  const auto start = Clock::now();
-  const auto ops = profile(step);
-  const double profiled_us = 1e6 * seconds_since(start);
-  std::vector<std::pair<std::string, OpTime>> sorted(ops.begin(), ops.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.second.self_us > b.second.self_us;
-  });
-  std::printf(
-      "profile of one step (%.1f ms with the profiler on), self time per op and input shapes:\n",
-      profiled_us / 1e3);
-  for (size_t i = 0; i < std::min<size_t>(sorted.size(), 20); ++i) {
-    const auto& [name, op] = sorted[i];
-    std::printf(
-        "  %7.1f ms %5.1f%% %5ld x  %s\n", op.self_us / 1e3, 100 * op.self_us / profiled_us, long(op.calls),
-        name.c_str());
-  }
+  print_op_profile("one step", step, 20);
   return 0;
 }
 

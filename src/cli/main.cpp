@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     // Only runs that compute pay for the second start-up.
-    if (parsed.action == Action::run) ensure_passive_openmp(argv);
+    if (parsed.action == Action::run) ensure_bounded_openmp_spinning(argv);
     if (!parsed.invocation.command->composes_config) {
       if (parsed.invocation.command->run == nullptr) {
         std::cerr << "saccade: '" << parsed.invocation.command->name << "' is not implemented yet\n";

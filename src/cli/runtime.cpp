@@ -1,4 +1,4 @@
-// Runtime set-up: thread pools, the reference-BLAS warning, passive OpenMP waiting.
+// Runtime set-up: thread pools, the reference-BLAS warning, bounded OpenMP spinning.
 #include "cli/runtime.h"
 
 #include <ATen/Parallel.h>
@@ -72,11 +72,18 @@ void apply_runtime(const RuntimeOptions& options) {
   }
 }
 
-void ensure_passive_openmp(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+void ensure_bounded_openmp_spinning(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  setenv("GOMP_SPINCOUNT", kOpenMPSpinCount, 1);
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): carry on with libgomp's default policy.
+}
+
+std::string openmp_waiting() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  return std::string("OMP_WAIT_POLICY=") + (policy ? policy : "(unset)") +
+         " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)");
 }
 
 }  // namespace saccade::cli

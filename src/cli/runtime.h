@@ -1,6 +1,8 @@
 // Process-wide runtime settings: thread pools, BLAS sanity check, log level.
 #pragma once
 
+#include <string>
+
 #include "config/config.h"
 
 namespace saccade::cli {
@@ -21,9 +23,16 @@ void apply_runtime(const RuntimeOptions& options);
 // GFLOP/s of a size x size float matmul on this machine (the fastest of several runs).
 double measure_matmul_gflops(int size = 256);
 
-// libgomp reads OMP_WAIT_POLICY when it loads, before main(). With its default (active) policy
-// LibTorch's idle OpenMP threads spin and starve OpenBLAS's pthreads on small machines, so the
-// process re-executes itself once with OMP_WAIT_POLICY=PASSIVE unless the user set a policy.
-void ensure_passive_openmp(char** argv);
+// libgomp reads its waiting policy when it loads, before main(). By default LibTorch's idle
+// OpenMP threads spin for ~300,000 iterations and starve OpenBLAS's pthreads on small machines;
+// fully passive threads (OMP_WAIT_POLICY=PASSIVE) sleep at once and pay a wake-up at every
+// parallel region, which the many short regions of a decoding step feel. So the process
+// re-executes itself once with a short spin, GOMP_SPINCOUNT=kOpenMPSpinCount, unless the user
+// set OMP_WAIT_POLICY or GOMP_SPINCOUNT.
+inline constexpr const char* kOpenMPSpinCount = "10000";
+void ensure_bounded_openmp_spinning(char** argv);
+
+// "OMP_WAIT_POLICY=... GOMP_SPINCOUNT=..." as this process runs, for benchmark printouts.
+std::string openmp_waiting();
 
 }  // namespace saccade::cli

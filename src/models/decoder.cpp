@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "models/few_rows_linear.h"
 #include "models/time_shared.h"
 
 namespace saccade {
@@ -209,11 +210,14 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
 torch::Tensor AttentionLSTMDecoderImpl::readout(
     const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb) {
   const double p = options_.dropout;
-  if (!options_.deep_output) return out(torch::dropout(h, p, is_training()));  // [N, V]
+  const bool train = is_training();
+  if (!options_.deep_output)
+    return few_rows_linear(torch::dropout(h, p, train), out->weight, out->bias);  // [N, V]
   // eq. 7 with the authors' tanh: L_o(tanh(E y_{t-1} + L_h h_t + L_z z_t)).
-  const auto hidden =
-      torch::tanh(emb + out_h(torch::dropout(h, p, is_training())) + out_z(context));  // [N, E]
-  return out(torch::dropout(hidden, p, is_training()));                                // [N, V]
+  const auto hidden = torch::tanh(
+      emb + few_rows_linear(torch::dropout(h, p, train), out_h->weight, out_h->bias) +
+      few_rows_linear(context, out_z->weight, out_z->bias));                         // [N, E]
+  return few_rows_linear(torch::dropout(hidden, p, train), out->weight, out->bias);  // [N, V]
 }
 
 DecoderState AttentionLSTMDecoderImpl::init_state(

@@ -1,0 +1,41 @@
+// y = x W^T + b for a handful of rows x, as decoding steps have them (one image's beams).
+//
+//   torch::Tensor logits = few_rows_linear(h, out->weight, out->bias);   // [5, 512] -> [5, 10000]
+//
+// With a few rows a product is bound by streaming W from memory, and a general GEMM spends more
+// time packing W than multiplying (OpenBLAS: ~11 GB/s of W at 5 rows on a machine that streams
+// 40 GB/s). This kernel reads each row of W once, multiplies it with every row of x held in
+// cache, and splits W's rows over LibTorch's threads. It runs when x has at most kMaxRows rows,
+// both are float32 on the CPU, W has unit stride along K, no gradient is needed, and the CPU has
+// AVX-512F or AVX2 and FMA; otherwise the result comes from torch::linear. Sums run in another order than
+// BLAS's, so results differ from torch::linear by rounding (relative ~1e-6), deterministically.
+//
+// Shapes: x [M, K], weight [N, K] (any row stride), bias [N] or undefined -> [M, N].
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace saccade {
+
+// Rows of x one kernel pass multiplies (its accumulators fill the registers).
+inline constexpr int64_t kFewRows = 6;
+// Up to this many rows the kernel runs in groups of kFewRows, each group re-reading W from cache;
+// beyond, a BLAS GEMM is faster (measured: 2.3x faster than OpenBLAS at 12 rows, slower at 32).
+inline constexpr int64_t kMaxRows = 16;
+
+// The instruction sets the kernel is written for; none = always torch::linear.
+enum class FewRowsIsa { none, avx2, avx512 };
+
+// The best kernel this CPU runs: avx512 (AVX-512F), avx2 (AVX2 and FMA) or none.
+FewRowsIsa best_few_rows_isa();
+
+torch::Tensor few_rows_linear(
+    const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+// The same with a chosen kernel (tests run each one the CPU supports); `isa` must be supported.
+torch::Tensor few_rows_linear(
+    FewRowsIsa isa, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+}  // namespace saccade

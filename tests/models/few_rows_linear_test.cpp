@@ -1,0 +1,89 @@
+// few_rows_linear against torch::linear (BLAS) for every kernel this CPU runs: row counts across
+// the kFewRows groups, widths that leave remainders, strided weights, with and without bias; and
+// the fallbacks (gradients, too many rows, other dtypes) returning torch::linear's result itself.
+#include "models/few_rows_linear.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace saccade {
+namespace {
+
+std::vector<FewRowsIsa> supported_kernels() {
+  std::vector<FewRowsIsa> kernels;
+  if (best_few_rows_isa() == FewRowsIsa::avx512) kernels = {FewRowsIsa::avx2, FewRowsIsa::avx512};
+  if (best_few_rows_isa() == FewRowsIsa::avx2) kernels = {FewRowsIsa::avx2};
+  return kernels;
+}
+
+const char* name(FewRowsIsa isa) {
+  return isa == FewRowsIsa::avx512 ? "avx512" : "avx2";
+}
+
+TEST(FewRowsLinear, MatchesBlasForEveryShapeItTakes) {
+  if (supported_kernels().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  // K: a multiple of 16, a multiple of 8 only, neither; N: odd, and less than one 4-row block.
+  for (const auto& [N, K] :
+       std::vector<std::pair<int64_t, int64_t>>{{37, 64}, {101, 40}, {3, 77}, {1000, 512}}) {
+    const auto weight = torch::randn({N, K});
+    const auto bias = torch::randn({N});
+    for (int64_t M = 1; M <= kMaxRows; ++M) {
+      const auto x = torch::randn({M, K});
+      const auto reference = torch::nn::functional::linear(
+          x.to(torch::kDouble), weight.to(torch::kDouble),
+          bias.to(torch::kDouble));  // [M, N]
+      for (const FewRowsIsa isa : supported_kernels()) {
+        const auto y = few_rows_linear(isa, x, weight, bias);
+        ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+        const double error = (y.to(torch::kDouble) - reference).abs().max().item<double>();
+        EXPECT_LT(error, 1e-4 * std::sqrt(static_cast<double>(K)))
+            << name(isa) << " M=" << M << " N=" << N << " K=" << K;
+        const auto no_bias = few_rows_linear(isa, x, weight);
+        EXPECT_LT(
+            (no_bias.to(torch::kDouble) - (reference - bias.to(torch::kDouble))).abs().max().item<double>(),
+            1e-4 * std::sqrt(static_cast<double>(K)));
+      }
+    }
+  }
+}
+
+TEST(FewRowsLinear, ReadsABlockOfColumnsOfAWiderWeight) {
+  if (supported_kernels().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  torch::NoGradGuard no_grad;
+  // An LSTM input weight [4H, E + D] multiplies the context with its columns E .. E + D: row
+  // stride E + D, not D.
+  const auto full = torch::randn({48, 24 + 40});
+  const auto block = full.narrow(1, 24, 40);  // [48, 40], stride (64, 1)
+  const auto x = torch::randn({5, 40});
+  const auto reference = torch::mm(x.to(torch::kDouble), block.t().to(torch::kDouble));
+  for (const FewRowsIsa isa : supported_kernels())
+    EXPECT_LT(
+        (few_rows_linear(isa, x, block).to(torch::kDouble) - reference).abs().max().item<double>(), 1e-4);
+}
+
+TEST(FewRowsLinear, FallsBackToTorchLinearWhereItDoesNotApply) {
+  const auto weight = torch::randn({20, 16});
+  const auto x = torch::randn({3, 16}, torch::requires_grad());
+  // A gradient is needed: torch::linear, with its autograd history.
+  const auto y = few_rows_linear(x, weight);
+  ASSERT_TRUE(y.requires_grad());
+  y.sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), weight.sum(0).expand({3, 16})));
+  torch::NoGradGuard no_grad;
+  // Too many rows and double precision: bit-identical to torch::linear.
+  const auto many = torch::randn({kMaxRows + 1, 16});
+  EXPECT_TRUE(torch::equal(few_rows_linear(many, weight), torch::nn::functional::linear(many, weight)));
+  const auto doubles = torch::randn({2, 16}, torch::kDouble);
+  EXPECT_TRUE(torch::equal(
+      few_rows_linear(doubles, weight.to(torch::kDouble)),
+      torch::nn::functional::linear(doubles, weight.to(torch::kDouble))));
+  // A weight whose rows are not contiguous along K (a transposed view).
+  const auto transposed = torch::randn({16, 20}).t();
+  EXPECT_TRUE(torch::equal(
+      few_rows_linear(x.detach(), transposed), torch::nn::functional::linear(x.detach(), transposed)));
+}
+
+}  // namespace
+}  // namespace saccade
