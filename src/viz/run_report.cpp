@@ -370,11 +370,21 @@ void write_sweep_report(const fs::path& sweep_dir) {
   std::vector<JobSummary> jobs;
   std::vector<ChartSeries> curves;
   std::string chart_metric;
-  for (size_t number = 0; number < record["jobs"].size(); ++number) {
+  // A job is named by the overrides that tell it apart: those not shared by every job.
+  std::vector<std::vector<std::string>> job_overrides;
+  for (const auto& job : record["jobs"]) job_overrides.push_back(job.as<std::vector<std::string>>());
+  const auto shared_by_all = [&](const std::string& item) {
+    for (const auto& items : job_overrides) {
+      if (std::find(items.begin(), items.end(), item) == items.end()) return false;
+    }
+    return job_overrides.size() > 1;
+  };
+  for (size_t number = 0; number < job_overrides.size(); ++number) {
     const fs::path job_dir = sweep_dir / std::to_string(number);
     JobSummary job;
-    for (const auto& item : record["jobs"][number])
-      job.overrides += (job.overrides.empty() ? "" : " ") + item.as<std::string>();
+    for (const auto& item : job_overrides[number]) {
+      if (!shared_by_all(item)) job.overrides += (job.overrides.empty() ? "" : " ") + item;
+    }
     job.status = "not started";
     if (fs::exists(job_dir / "config.yaml")) {
       job.status = "started";
@@ -408,7 +418,7 @@ void write_sweep_report(const fs::path& sweep_dir) {
       best_job = i;
   }
   html +=
-      "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>overrides</th><th>status</th>"
+      "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>swept values</th><th>status</th>"
       "<th>epochs</th><th>best validation</th><th>at epoch</th><th>test BLEU-4</th><th>test "
       "CIDEr-D</th></tr>\n";
   for (size_t i = 0; i < jobs.size(); ++i) {

@@ -14,18 +14,20 @@ namespace {
 constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
-// Margins around the plot area, pixels: room for tick labels, axis labels, the title and (right)
-// the legend, which so never hides a line.
-constexpr double kLeft = 64, kRight = 150, kTop = 32, kBottom = 44;
+// Margins around the plot area, pixels: room for tick labels, axis labels and the title. The
+// legend sits right of the plot, so it never hides a line: at least kLegend pixels, wider for
+// long names (about kCharWidth pixels per character), at most half the chart.
+constexpr double kLeft = 64, kTop = 32, kBottom = 44, kLegend = 150, kCharWidth = 6.5;
 
 std::string tick_label(double value, double step) {
-  // Enough decimals to tell neighbouring ticks apart, no more.
-  const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
   char text[32];
-  if (std::abs(value) >= 1e5 || (value != 0 && std::abs(value) < 1e-4)) {
-    std::snprintf(text, sizeof(text), "%.2g", value);
+  if (std::abs(value) < step * 1e-9) value = 0.0;
+  if (step < 1e-3 || step >= 1e5) {
+    std::snprintf(text, sizeof(text), "%.2g", value);  // every tick of the axis in one notation
   } else {
-    std::snprintf(text, sizeof(text), "%.*f", decimals, std::abs(value) < step * 1e-9 ? 0.0 : value);
+    // Enough decimals to tell neighbouring ticks apart, no more.
+    const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+    std::snprintf(text, sizeof(text), "%.*f", decimals, value);
   }
   return text;
 }
@@ -124,15 +126,18 @@ std::string svg_line_chart(const ChartOptions& options, const std::vector<ChartS
     const bool inside = x >= x_low - 1e-9 * std::abs(x_low) && x <= x_high + 1e-9 * std::abs(x_high);
     if (inside && (!whole_x || std::abs(x - std::round(x)) < 1e-9)) x_ticks.push_back(x);
   }
-  const double x_step = x_span[1] - x_span[0];
+  const double x_step = whole_x ? std::max(1.0, x_span[1] - x_span[0]) : x_span[1] - x_span[0];
   const double x0 = x_low, x1 = x_high, y0 = y_ticks.front(), y1 = y_ticks.back();
-  const double plot_width = width - kLeft - kRight, plot_height = height - kTop - kBottom;
+  size_t longest_name = 0;
+  for (const ChartSeries& line : series) longest_name = std::max(longest_name, line.name.size());
+  const double right = std::min(width / 2, std::max(kLegend, 30 + kCharWidth * longest_name));
+  const double plot_width = width - kLeft - right, plot_height = height - kTop - kBottom;
   const auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * plot_width; };
   const auto py = [&](double y) { return kTop + (1.0 - (y - y0) / (y1 - y0)) * plot_height; };
 
   // Grid lines and tick labels.
   for (const double y : y_ticks) {
-    svg << "<line x1=\"" << number(kLeft) << "\" x2=\"" << number(width - kRight) << "\" y1=\""
+    svg << "<line x1=\"" << number(kLeft) << "\" x2=\"" << number(width - right) << "\" y1=\""
         << number(py(y)) << "\" y2=\"" << number(py(y)) << "\" stroke=\"#e5e5e5\"/>\n";
     svg << "<text x=\"" << number(kLeft - 6) << "\" y=\"" << number(py(y) + 4) << "\" text-anchor=\"end\">"
         << tick_label(y, y_ticks[1] - y_ticks[0]) << "</text>\n";
@@ -171,7 +176,7 @@ std::string svg_line_chart(const ChartOptions& options, const std::vector<ChartS
       svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\""
           << points.str() << "\"/>";
     }
-    const double legend_x = width - kRight + 10, legend_y = kTop + 8 + 14 * drawn;
+    const double legend_x = width - right + 10, legend_y = kTop + 8 + 14 * drawn;
     svg << "<line x1=\"" << number(legend_x) << "\" x2=\"" << number(legend_x + 16) << "\" y1=\""
         << number(legend_y - 4) << "\" y2=\"" << number(legend_y - 4) << "\" stroke=\"" << colour
         << "\" stroke-width=\"2\"/><text x=\"" << number(legend_x + 20) << "\" y=\"" << number(legend_y)

@@ -50,6 +50,11 @@ TEST(SvgLineChart, PlacesPointsInThePlotArea) {
   EXPECT_TRUE(contains(svg, "points=\"64.00,256.00 450.00,32.00 257.00,144.00\"")) << svg;
   EXPECT_TRUE(contains(svg, ">a&lt;b</text>"));
   EXPECT_FALSE(contains(svg, "a<b"));
+  // Whole-number x (epochs) gets whole-number tick labels only.
+  const std::string epochs = svg_line_chart({"t", "epoch", ""}, {{"bleu", {{1, 0.2}, {2, 0.3}, {3, 0.25}}}});
+  EXPECT_TRUE(contains(epochs, ">2</text>")) << epochs;
+  EXPECT_FALSE(contains(epochs, ">1.5</text>"));
+  EXPECT_FALSE(contains(epochs, ">2.0</text>"));
   // One point is a dot; no finite point at all says so.
   EXPECT_TRUE(contains(svg_line_chart({"t", "x", "y"}, {{"one", {{2, 3}}}}), "<circle"));
   EXPECT_TRUE(contains(svg_line_chart({"t", "x", "y"}, {{"none", {{1, NAN}}}}), "no data yet"));
@@ -156,7 +161,8 @@ TEST(SweepReport, ComparesJobsAndMarksTheBest) {
   write_file(
       sweep / "multirun.yaml",
       "command: train\nargv: [saccade, train, -m, seed=1,2,3]\noverrides: [seed=1,2,3]\n"
-      "jobs: [[seed=1], [seed=2], [seed=3]]\nstarted: 2026-01-02T03:04:05+0000\n");
+      "jobs: [[train.epochs=3, seed=1], [train.epochs=3, seed=2], [train.epochs=3, seed=3]]\n"
+      "started: 2026-01-02T03:04:05+0000\n");
   make_run_folder(sweep / "0", 1.0);
   make_run_folder(sweep / "1", 1.5);  // best bleu4 0.705
   write_run_report(sweep / "1");
@@ -166,6 +172,7 @@ TEST(SweepReport, ComparesJobsAndMarksTheBest) {
   EXPECT_TRUE(contains(html, "<tr class=\"best\"><td><a href=\"1/report.html\">#1</a></td><td>seed=2</td>"));
   EXPECT_TRUE(contains(html, "<tr><td>#0</td><td>seed=1</td><td>finished</td>"));  // no report.html: no link
   EXPECT_TRUE(contains(html, "<tr><td>#2</td><td>seed=3</td><td>not started</td>"));
+  EXPECT_FALSE(contains(html, "<td>train.epochs=3"));  // shared by every job: not what tells them apart
   EXPECT_TRUE(contains(html, "bleu4 0.7050"));
   EXPECT_EQ(html.find("bleu4 0.7050"), html.rfind("bleu4 0.7050"));
   EXPECT_TRUE(contains(html, "data-name=\"#0 seed=1\""));
