@@ -36,6 +36,7 @@ struct CommandSpec {
   bool creates_run_folder = false;   // whether each job gets a run folder under run.dir
   bool accepts_positional = false;   // whether bare arguments (files) are accepted
   int (*run)(const Job&) = nullptr;  // nullptr: "not implemented yet"
+  bool decodes = false;              // mostly caption search: OpenMP threads spin briefly (runtime.h)
 };
 
 struct Invocation {

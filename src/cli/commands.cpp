@@ -30,7 +30,8 @@ const std::vector<CommandSpec>& commands() {
        true,
        false,
        false,
-       run_eval},
+       run_eval,
+       true},
       {"score",
        "Score any captions (COCO results JSON) against references: BLEU, METEOR, ROUGE-L, CIDEr-D.",
        "Reads a COCO results file and a COCO or Karpathy reference file and prints the metrics as the\n"
@@ -52,7 +53,8 @@ const std::vector<CommandSpec>& commands() {
        false,
        false,
        true,
-       run_caption},
+       run_caption,
+       true},
       {"visualize",
        "Draw attention overlays for dataset images with their references.",
        "Writes overlay grids for n images of a split, with the references beside the caption.",
@@ -62,7 +64,8 @@ const std::vector<CommandSpec>& commands() {
        true,
        false,
        false,
-       run_visualize},
+       run_visualize,
+       true},
       {"report",
        "Rebuild report.html of a run folder or a sweep folder.",
        "Writes <DIR>/report.html from the files the run left (metrics, scores, samples, config); for a\n"
@@ -102,7 +105,8 @@ const std::vector<CommandSpec>& commands() {
        true,
        false,
        true,
-       run_bench},
+       run_bench,
+       true},
   };
   return table;
 }

@@ -281,7 +281,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     // Only runs that compute pay for the second start-up.
-    if (parsed.action == Action::run) ensure_bounded_openmp_spinning(argv);
+    if (parsed.action == Action::run) {
+      choose_openmp_waiting(argv, parsed.invocation.command->decodes);
+      keep_freed_memory_for_reuse();
+    }
     if (!parsed.invocation.command->composes_config) {
       if (parsed.invocation.command->run == nullptr) {
         std::cerr << "saccade: '" << parsed.invocation.command->name << "' is not implemented yet\n";

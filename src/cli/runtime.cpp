@@ -1,13 +1,15 @@
-// Runtime set-up: thread pools, the reference-BLAS warning, bounded OpenMP spinning.
+// Runtime set-up: thread pools, the reference-BLAS warning, OpenMP waiting, freed memory.
 #include "cli/runtime.h"
 
 #include <ATen/Parallel.h>
+#include <malloc.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -72,11 +74,20 @@ void apply_runtime(const RuntimeOptions& options) {
   }
 }
 
-void ensure_bounded_openmp_spinning(char** argv) {
+void choose_openmp_waiting(char** argv, bool brief_spin) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  setenv("GOMP_SPINCOUNT", kOpenMPSpinCount, 1);
+  if (brief_spin) {
+    setenv("GOMP_SPINCOUNT", kOpenMPSpinCount, 1);
+  } else {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  }
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): carry on with libgomp's default policy.
+}
+
+void keep_freed_memory_for_reuse() {
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
 }
 
 std::string openmp_waiting() {

@@ -24,13 +24,19 @@ void apply_runtime(const RuntimeOptions& options);
 double measure_matmul_gflops(int size = 256);
 
 // libgomp reads its waiting policy when it loads, before main(). By default LibTorch's idle
-// OpenMP threads spin for ~300,000 iterations and starve OpenBLAS's pthreads on small machines;
-// fully passive threads (OMP_WAIT_POLICY=PASSIVE) sleep at once and pay a wake-up at every
-// parallel region, which the many short regions of a decoding step feel. So the process
-// re-executes itself once with a short spin, GOMP_SPINCOUNT=kOpenMPSpinCount, unless the user
-// set OMP_WAIT_POLICY or GOMP_SPINCOUNT.
+// OpenMP threads spin for ~300,000 iterations and starve OpenBLAS's pthreads on small machines.
+// Training runs best with threads that sleep at once (OMP_WAIT_POLICY=PASSIVE); decoding, with
+// many short parallel regions per step, with a short spin (GOMP_SPINCOUNT=kOpenMPSpinCount),
+// as passive threads pay a wake-up at each region. The process re-executes itself once with the
+// setting for its command, unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT.
 inline constexpr const char* kOpenMPSpinCount = "10000";
-void ensure_bounded_openmp_spinning(char** argv);
+void choose_openmp_waiting(char** argv, bool brief_spin);
+
+// glibc hands freed memory back to the kernel (heap trimming above 128 KiB, munmap of blocks
+// above its mmap threshold), so every training step page-faults its large temporaries in again:
+// measured here, half of a shapes-demo step's wall time was kernel time. This keeps freed memory
+// in the process for reuse (no trimming; mmap only above 32 MiB, glibc's largest threshold).
+void keep_freed_memory_for_reuse();
 
 // "OMP_WAIT_POLICY=... GOMP_SPINCOUNT=..." as this process runs, for benchmark printouts.
 std::string openmp_waiting();
