@@ -98,7 +98,6 @@ int run_eval(const Job& job) {
   const auto results_dir = run / "results";
   write_split_results(results_dir, split_results);
   write_run_report(run);
-  const std::optional<ShapesScores>& shapes_scores = split_results.shapes;
 
   std::cout << std::fixed << std::setprecision(4);
   std::cout << "Split " << split_name << ", " << order.size() << " images, " << search->describe()
@@ -111,14 +110,7 @@ int run_eval(const Job& job) {
     std::cout << "  METEOR   unavailable (" << scores.meteor_unavailable << ")\n";
   }
   std::cout << "  ROUGE-L  " << scores.rouge_l << "\n  CIDEr-D  " << scores.cider_d << "\n";
-  if (shapes_scores) {
-    std::cout << "  pointing game      " << shapes_scores->pointing_accuracy << "  (random attention "
-              << shapes_scores->pointing_baseline << ", " << shapes_scores->pointing_words << " words)\n"
-              << "  content accuracy   " << shapes_scores->content_accuracy << "  ("
-              << shapes_scores->object_mentions << " object mentions)\n"
-              << "  relation accuracy  " << shapes_scores->relation_accuracy << "  ("
-              << shapes_scores->relations << " relations)\n";
-  }
+  if (split_results.shapes) std::cout << describe(*split_results.shapes);
   std::cout << "Results: " << (results_dir / (split_name + ".json")).string() << "\n";
   return 0;
 }

@@ -46,13 +46,7 @@ void print_summary(
               << result.test->cider_d << "\n";
   }
   if (result.test_shapes) {
-    const ShapesScores& shapes = *result.test_shapes;
-    std::cout << "Test attention and content (shapes world):\n"
-              << "  pointing game " << shapes.pointing_accuracy << " over " << shapes.pointing_words
-              << " words (random attention: " << shapes.pointing_baseline << ")\n"
-              << "  content accuracy " << shapes.content_accuracy << " over " << shapes.object_mentions
-              << " object mentions; relation accuracy " << shapes.relation_accuracy << " over "
-              << shapes.relations << " relations\n";
+    std::cout << "Test attention and content (shapes world):\n" << describe(*result.test_shapes);
   }
   if (result.best_metric) {
     std::cout << "Best " << options.val_metric << " " << *result.best_metric << " at epoch "

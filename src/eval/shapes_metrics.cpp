@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 namespace saccade {
@@ -190,6 +192,16 @@ ShapesScores finish(const ShapesTally& tally) {
   scores.relations = tally.relations;
   scores.relation_accuracy = ratio(static_cast<double>(tally.relations_true), tally.relations);
   return scores;
+}
+
+std::string describe(const ShapesScores& scores) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(4) << "  pointing game      " << scores.pointing_accuracy
+       << "  (random attention " << scores.pointing_baseline << ", " << scores.pointing_words << " words)\n"
+       << "  content accuracy   " << scores.content_accuracy << "  (" << scores.object_mentions
+       << " object mentions)\n"
+       << "  relation accuracy  " << scores.relation_accuracy << "  (" << scores.relations << " relations)\n";
+  return text.str();
 }
 
 }  // namespace saccade

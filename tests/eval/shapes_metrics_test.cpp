@@ -90,5 +90,21 @@ TEST(ShapesMetrics, RejectsMismatchedAttention) {
   EXPECT_THROW(add_shapes_caption(tally, objects(), caption, kGrid), std::invalid_argument);
 }
 
+TEST(ShapesMetrics, DescribesTheThreeScoresOnePerLine) {
+  ShapesScores scores;
+  scores.pointing_accuracy = 0.5927;
+  scores.pointing_baseline = 0.0679;
+  scores.pointing_words = 739;
+  scores.content_accuracy = 0.8;
+  scores.object_mentions = 513;
+  scores.relation_accuracy = 2.0 / 7.0;
+  scores.relations = 7;
+  EXPECT_EQ(
+      describe(scores),
+      "  pointing game      0.5927  (random attention 0.0679, 739 words)\n"
+      "  content accuracy   0.8000  (513 object mentions)\n"
+      "  relation accuracy  0.2857  (7 relations)\n");
+}
+
 }  // namespace
 }  // namespace saccade
