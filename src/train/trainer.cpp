@@ -255,11 +255,10 @@ double metric_value(const CaptionScores& scores, const std::string& name) {
 }
 
 // Every number of a metrics.csv row as a TensorBoard scalar "<kind>/<column>" at `step`.
-void log_scalars(EventWriter* events, const std::map<std::string, std::string>& row, int64_t step) {
-  if (events == nullptr) return;
+void log_scalars(EventWriter& events, const std::map<std::string, std::string>& row, int64_t step) {
   for (const auto& [column, value] : row) {
     if (column == "kind" || column == "epoch" || column == "step") continue;
-    events->add_scalar(row.at("kind") + "/" + column, std::stod(value), step);
+    events.add_scalar(row.at("kind") + "/" + column, std::stod(value), step);
   }
 }
 
@@ -336,6 +335,11 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     for (std::string line; std::getline(config_lines, line);) config_text += "    " + line + "\n";
     events->add_text("config", config_text, state.step);
   }
+  // Every metrics.csv row also goes to TensorBoard.
+  const auto log_row = [&](const std::map<std::string, std::string>& row) {
+    csv.write(row);
+    if (events) log_scalars(*events, row, state.step);
+  };
   const auto checkpoints = setup.run_dir / "checkpoints";
   log::info() << "Training on " << train_set->size() << " captions of " << data.train.images.size()
               << " images; validating on " << val_set->size() << " images; vocabulary " << vocabulary.size()
@@ -386,8 +390,7 @@ TrainResult train_captioner(const TrainerSetup& setup) {
             {"alpha_reg", MetricsCsv::number(loss.alpha_reg.item<double>())},
             {"lr", MetricsCsv::number(state.learning_rate)},
             {"images_per_s", MetricsCsv::number(progress.rate())}};
-        csv.write(row);
-        log_scalars(events ? &*events : nullptr, row, state.step);
+        log_row(row);
       }
     }
     progress.finish();
@@ -401,8 +404,7 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     row["epoch"] = std::to_string(epoch);
     row["step"] = std::to_string(state.step);
     row["lr"] = MetricsCsv::number(state.learning_rate);
-    csv.write(row);
-    log_scalars(events ? &*events : nullptr, row, state.step);
+    log_row(row);
     log::info() << "epoch " << epoch << " validation: BLEU-4 " << result.last_validation.bleu[3]
                 << ", CIDEr-D " << result.last_validation.cider_d << " (" << decoded.in_order.size()
                 << " images)";
@@ -464,8 +466,7 @@ TrainResult train_captioner(const TrainerSetup& setup) {
     row["kind"] = "test";
     row["epoch"] = std::to_string(state.best_epoch);
     row["step"] = std::to_string(state.step);
-    csv.write(row);
-    log_scalars(events ? &*events : nullptr, row, state.step);
+    log_row(row);
     log::info() << "test (best checkpoint, epoch " << state.best_epoch << "): BLEU-4 " << result.test->bleu[3]
                 << ", CIDEr-D " << result.test->cider_d << " (" << decoded.in_order.size() << " images)";
     SplitResults test_results{"test", "greedy", state.best_epoch, {}, decoded.candidates, *result.test, {}};

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "data/vocabulary.h"
 #include "io/json.h"
 #include "io/metrics_csv.h"
 #include "io/run_folder.h"
@@ -155,10 +156,7 @@ std::string summary_section(const fs::path& run_dir, const std::optional<Metrics
   };
   if (fs::exists(run_dir / "run.yaml")) {
     const YAML::Node run = read_yaml(run_dir / "run.yaml");
-    std::string command_line;
-    for (const auto& arg : run["argv"])
-      command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
-    item("command", command_line);
+    item("command", join_words(run["argv"].as<std::vector<std::string>>()));
     std::string choices;
     for (const auto& choice : run["choices"]) {
       const std::string value = choice.second.IsNull() ? "null" : choice.second.as<std::string>();
@@ -352,10 +350,8 @@ void write_sweep_report(const fs::path& sweep_dir) {
   const YAML::Node record = read_yaml(record_path);
   const std::string title = "saccade sweep " + sweep_dir.lexically_normal().string();
   std::string html = html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
-  std::string command_line;
-  for (const auto& arg : record["argv"])
-    command_line += (command_line.empty() ? "" : " ") + arg.as<std::string>();
-  html += "<section id=\"summary\">\n<dl><dt>command</dt><dd>" + xml_escape(command_line) + "</dd>";
+  html += "<section id=\"summary\">\n<dl><dt>command</dt><dd>" +
+          xml_escape(join_words(record["argv"].as<std::vector<std::string>>())) + "</dd>";
   if (record["started"])
     html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
   html += "<dt>jobs</dt><dd>" + std::to_string(record["jobs"].size()) + "</dd></dl>\n</section>\n";
@@ -382,9 +378,11 @@ void write_sweep_report(const fs::path& sweep_dir) {
   for (size_t number = 0; number < job_overrides.size(); ++number) {
     const fs::path job_dir = sweep_dir / std::to_string(number);
     JobSummary job;
+    std::vector<std::string> swept;
     for (const auto& item : job_overrides[number]) {
-      if (!shared_by_all(item)) job.overrides += (job.overrides.empty() ? "" : " ") + item;
+      if (!shared_by_all(item)) swept.push_back(item);
     }
+    job.overrides = join_words(swept);
     job.status = "not started";
     if (fs::exists(job_dir / "config.yaml")) {
       job.status = "started";

@@ -61,8 +61,8 @@ inline constexpr const char* kSamplesIndex = "samples.json";
 // CaptionDataset, or a SubsetDataset of one) with greedy search and writes each figure, with the generated
 // caption and the references as notes, to out_dir/<position, 3 digits>_<image id>.png (characters other than
 // letters, digits, '-', '_' and '.' in the id become '_') and their index to out_dir/samples.json.
-// Creates out_dir. Returns what was written, in
-// dataset order. Throws std::runtime_error when a file cannot be written.
+// Creates out_dir. Returns what was written, in dataset order. Throws std::runtime_error when a
+// file cannot be written.
 std::vector<SampleOverlay> write_sample_overlays(
     CaptionerImpl& model,
     const Vocabulary& vocabulary,

@@ -180,8 +180,8 @@ TEST(SweepReport, ComparesJobsAndMarksTheBest) {
   EXPECT_THROW(write_sweep_report(dir / "sweep/0"), std::runtime_error);
 }
 
-// Runs headless Chromium on `page`: the DOM after loading into `dom`, a screenshot into `png`.
-// Returns the exit status of the screenshot run.
+// Runs headless Chromium on `page`: the DOM after loading into `dom`, a screenshot into
+// work/page.png. Returns -1 when the DOM dump failed, else the exit status of the screenshot run.
 int render_in_chromium(
     const std::filesystem::path& page, const std::filesystem::path& work, std::string& dom) {
   const std::string flags =
