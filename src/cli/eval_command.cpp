@@ -97,7 +97,8 @@ int run_eval(const Job& job) {
   if (shapes) split_results.shapes = shapes->scores();
   const auto results_dir = run / "results";
   write_split_results(results_dir, split_results);
-  write_run_report(run);
+  // A checkpoint folder copied on its own (no config.yaml beside it) is evaluated, not reported.
+  if (std::filesystem::exists(run / "config.yaml")) write_run_report(run);
 
   std::cout << std::fixed << std::setprecision(4);
   std::cout << "Split " << split_name << ", " << order.size() << " images, " << search->describe()

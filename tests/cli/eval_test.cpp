@@ -98,6 +98,18 @@ TEST_F(EvalTest, ReportShowsEvaluatedSplitsAndRebuildsOnRequest) {
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
+TEST_F(EvalTest, CheckpointsCopiedAloneAreEvaluated) {
+  TempDir copy;
+  std::filesystem::copy(run_ / "checkpoints", copy / "checkpoints", std::filesystem::copy_options::recursive);
+  const auto result = run_saccade(
+      {"eval", "-cp", configs().string(), "--run", copy.path().string(), "runtime.check_blas=false",
+       "decode.beam_size=1"},
+      work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(std::filesystem::exists(copy / "results/test_scores.json"));
+  EXPECT_FALSE(std::filesystem::exists(copy / "report.html"));
+}
+
 TEST_F(EvalTest, ValSplitWithGreedy) {
   const auto result = eval({"--split", "val", "decode.beam_size=1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
