@@ -52,7 +52,7 @@ int bench_beam(const Job&) {
   const auto batched = torch::randn({kBatch, kLocations, 2048});  // [B, L, D]
   std::printf(
       "machine: LibTorch threads %d, %s, matmul 1024x1024 %.1f GFLOP/s\n", at::get_num_threads(),
-      openmp_waiting().c_str(), measure_matmul_gflops(1024));
+      runtime_environment().c_str(), measure_matmul_gflops(1024));
   std::printf(
       "decoder D=2048 L=196 A=E=H=512 V=10000, max_length %lld\n", static_cast<long long>(kMaxLength));
   std::printf("%-10s %18s %22s\n", "search", "1 image (ms/img)", "32 images (ms/img)");

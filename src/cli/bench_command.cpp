@@ -39,7 +39,7 @@ int bench_machine(const Job&) {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::cout << "host " << host << ", " << std::thread::hardware_concurrency() << " cores, "
-            << openmp_waiting() << "\n";
+            << runtime_environment() << "\n";
   for (int size : {256, 1024, 2048}) {
     std::cout << "matmul " << size << "x" << size << ": " << measure_matmul_gflops(size) << " GFLOP/s\n";
   }

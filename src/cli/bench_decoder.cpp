@@ -134,7 +134,7 @@ int bench_decoder(const Job& job) {
   std::printf(
       "machine: %u cores, LibTorch threads %d, OpenBLAS threads %d, %s\n",
       std::thread::hardware_concurrency(), at::get_num_threads(), openblas_get_num_threads(),
-      openmp_waiting().c_str());
+      runtime_environment().c_str());
   std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
 
   torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);

@@ -16,6 +16,8 @@
 
 #include "io/log.h"
 
+extern "C" char* openblas_get_corename(void);  // OpenBLAS is linked first (src/cli/CMakeLists.txt)
+
 namespace saccade::cli {
 
 RuntimeOptions runtime_options_from(const Config& config) {
@@ -90,11 +92,11 @@ void keep_freed_memory_for_reuse() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
 }
 
-std::string openmp_waiting() {
+std::string runtime_environment() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   return std::string("OMP_WAIT_POLICY=") + (policy ? policy : "(unset)") +
-         " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)");
+         " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)") + ", OpenBLAS core " + openblas_get_corename();
 }
 
 }  // namespace saccade::cli

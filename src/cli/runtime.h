@@ -38,7 +38,9 @@ void choose_openmp_waiting(char** argv, bool brief_spin);
 // in the process for reuse (no trimming; mmap only above 32 MiB, glibc's largest threshold).
 void keep_freed_memory_for_reuse();
 
-// "OMP_WAIT_POLICY=... GOMP_SPINCOUNT=..." as this process runs, for benchmark printouts.
-std::string openmp_waiting();
+// "OMP_WAIT_POLICY=... GOMP_SPINCOUNT=..., OpenBLAS core ..." as this process runs, for benchmark
+// printouts. OpenBLAS picks its kernels for the CPU unless OPENBLAS_CORETYPE names some (a
+// "Haswell" core runs AVX2 kernels even where the CPU has AVX-512).
+std::string runtime_environment();
 
 }  // namespace saccade::cli

@@ -382,9 +382,17 @@ AdditiveAttentionImpl::AdditiveAttentionImpl(const AttentionOptions& options) : 
   score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(options.dim, 1).bias(false)));
 }
 
-AttentionMemory AdditiveAttentionImpl::remember(const torch::Tensor& annotations, const torch::Tensor& mask) {
+torch::Tensor AttentionImpl::project(
+    const torch::nn::Linear& layer, const torch::Tensor& annotations, PackedWeights& packed) {
+  const int64_t batch = annotations.size(0), locations = annotations.size(1);
+  const auto rows = annotations.reshape({batch * locations, annotations.size(2)});  // [B * L, D]
+  return packed.linear(rows, layer->weight, layer->bias).view({batch, locations, layer->weight.size(0)});
+}
+
+AttentionMemory AdditiveAttentionImpl::remember(
+    const torch::Tensor& annotations, const torch::Tensor& mask, PackedWeights packed) {
   const auto valid = checked_mask(annotations, mask, options_.annotation_dim);
-  const auto keys = key(annotations);  // [B, L, A]  W_a a_i + b, once per image
+  const auto keys = project(key, annotations, packed);  // [B, L, A]  W_a a_i + b, once per image
   return {keys, annotations.unsqueeze(1), valid, std::make_shared<TimeSharedTensor>(keys)};
 }
 
@@ -400,9 +408,12 @@ DotAttentionImpl::DotAttentionImpl(const AttentionOptions& options)
   query = register_module("query", torch::nn::Linear(options.query_dim, options.dim));
 }
 
-AttentionMemory DotAttentionImpl::remember(const torch::Tensor& annotations, const torch::Tensor& mask) {
+AttentionMemory DotAttentionImpl::remember(
+    const torch::Tensor& annotations, const torch::Tensor& mask, PackedWeights packed) {
   const auto valid = checked_mask(annotations, mask, options_.annotation_dim);
-  return {key(annotations), annotations.unsqueeze(1), valid, nullptr};  // keys [B, L, A], values [B, 1, L, D]
+  return {
+      project(key, annotations, packed), annotations.unsqueeze(1), valid,
+      nullptr};  // keys [B, L, A], values [B, 1, L, D]
 }
 
 torch::Tensor DotAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
@@ -416,10 +427,11 @@ GeneralAttentionImpl::GeneralAttentionImpl(const AttentionOptions& options) : At
       torch::nn::Linear(torch::nn::LinearOptions(options.annotation_dim, options.query_dim).bias(false)));
 }
 
-AttentionMemory GeneralAttentionImpl::remember(const torch::Tensor& annotations, const torch::Tensor& mask) {
+AttentionMemory GeneralAttentionImpl::remember(
+    const torch::Tensor& annotations, const torch::Tensor& mask, PackedWeights packed) {
   const auto valid = checked_mask(annotations, mask, options_.annotation_dim);
   return {
-      key(annotations), annotations.unsqueeze(1), valid,
+      project(key, annotations, packed), annotations.unsqueeze(1), valid,
       nullptr};  // keys [B, L, H] = W a_i, values [B, 1, L, D]
 }
 
@@ -435,14 +447,15 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const AttentionOptions& options) 
 }
 
 AttentionMemory MultiheadAttentionImpl::remember(
-    const torch::Tensor& annotations, const torch::Tensor& mask) {
+    const torch::Tensor& annotations, const torch::Tensor& mask, PackedWeights packed) {
   const auto valid = checked_mask(annotations, mask, options_.annotation_dim);
   const int64_t batch = annotations.size(0), locations = annotations.size(1);
   const int64_t heads = options_.heads, head_dim = options_.dim / options_.heads;
   const auto split = [&](const torch::Tensor& x) {
     return x.view({batch, locations, heads, head_dim}).transpose(1, 2).contiguous();  // [B, N, L, K]
   };
-  return {split(key(annotations)), split(value(annotations)), valid, nullptr};
+  return {
+      split(project(key, annotations, packed)), split(project(value, annotations, packed)), valid, nullptr};
 }
 
 torch::Tensor MultiheadAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "models/packed_linear.h"
 #include "models/time_shared.h"
 
 namespace saccade {
@@ -110,7 +111,10 @@ class AttentionImpl : public torch::nn::Module {
   const AttentionOptions& options() const { return options_; }
 
   // Encoder side, once per image: annotations [B, L, D], optional mask [B, L] (true = real).
-  virtual AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) = 0;
+  // The projections of the annotations go through `packed` (see packed_linear.h): a decoder
+  // passes the packs it keeps while its weights do not change.
+  virtual AttentionMemory remember(
+      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) = 0;
 
   // The query map h [B, H] -> q [B, Q] as weight [Q, H] and bias [Q] (either may be undefined:
   // no weight means q = h, no bias means zero). The decoder fuses this weight with its other
@@ -142,6 +146,9 @@ class AttentionImpl : public torch::nn::Module {
  protected:
   // Whether alpha keeps its head dimension ([B, N, L]) in AttentionStep.
   virtual bool keeps_heads() const { return false; }
+  // annotations [B, L, D] through `layer` by packed.linear: [B, L, out].
+  static torch::Tensor project(
+      const torch::nn::Linear& layer, const torch::Tensor& annotations, PackedWeights& packed);
 
   AttentionOptions options_;
 };
@@ -152,7 +159,8 @@ TORCH_MODULE(Attention);
 class AdditiveAttentionImpl : public AttentionImpl {
  public:
   explicit AdditiveAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  AttentionMemory remember(
+      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
   torch::Tensor query_weight() const override { return query->weight; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
 
@@ -164,7 +172,8 @@ class AdditiveAttentionImpl : public AttentionImpl {
 class DotAttentionImpl : public AttentionImpl {
  public:
   explicit DotAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  AttentionMemory remember(
+      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
   torch::Tensor query_weight() const override { return query->weight; }
   torch::Tensor query_bias() const override { return query->bias; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
@@ -179,7 +188,8 @@ class DotAttentionImpl : public AttentionImpl {
 class GeneralAttentionImpl : public AttentionImpl {
  public:
   explicit GeneralAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  AttentionMemory remember(
+      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
   torch::Tensor query_weight() const override { return {}; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
 
@@ -192,7 +202,8 @@ class GeneralAttentionImpl : public AttentionImpl {
 class MultiheadAttentionImpl : public AttentionImpl {
  public:
   explicit MultiheadAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  AttentionMemory remember(
+      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
   torch::Tensor query_weight() const override { return query->weight; }
   torch::Tensor query_bias() const override { return query->bias; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "models/few_rows_linear.h"
+#include "models/packed_linear.h"
 #include "models/time_shared.h"
 
 namespace saccade {
@@ -117,6 +117,7 @@ struct AttentionLSTMDecoderImpl::Recurrence {
   torch::Tensor input_bias;       // [4H]: both LSTM biases
   int64_t query_size = 0;         // Q; 0 when the query is h itself
   int64_t gate_size = 0;          // G; 0 without a gate
+  PackedWeights packed;           // packs of the attention and output layers, for decoding batches
 };
 
 struct AttentionLSTMDecoderImpl::CellOutput {
@@ -163,7 +164,8 @@ AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::recurrence() cons
       gate ? gate->bias : torch::Tensor(),          // [G]
       lstm->bias_ih + lstm->bias_hh,                // [4H]
       query_weight.defined() ? query_weight.size(0) : 0,
-      gate ? gate->weight.size(0) : 0};
+      gate ? gate->weight.size(0) : 0,
+      PackedWeights()};
 }
 
 AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::step_recurrence() {
@@ -208,21 +210,24 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
 }
 
 torch::Tensor AttentionLSTMDecoderImpl::readout(
-    const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb) {
+    Recurrence& w, const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb) {
   const double p = options_.dropout;
   const bool train = is_training();
+  auto& packed = w.packed;
   if (!options_.deep_output)
-    return few_rows_linear(torch::dropout(h, p, train), out->weight, out->bias);  // [N, V]
+    return packed.linear(torch::dropout(h, p, train), out->weight, out->bias);  // [N, V]
   // eq. 7 with the authors' tanh: L_o(tanh(E y_{t-1} + L_h h_t + L_z z_t)).
   const auto hidden = torch::tanh(
-      emb + few_rows_linear(torch::dropout(h, p, train), out_h->weight, out_h->bias) +
-      few_rows_linear(context, out_z->weight, out_z->bias));                         // [N, E]
-  return few_rows_linear(torch::dropout(hidden, p, train), out->weight, out->bias);  // [N, V]
+      emb + packed.linear(torch::dropout(h, p, train), out_h->weight, out_h->bias) +
+      packed.linear(context, out_z->weight, out_z->bias));                         // [N, E]
+  return packed.linear(torch::dropout(hidden, p, train), out->weight, out->bias);  // [N, V]
 }
 
 DecoderState AttentionLSTMDecoderImpl::init_state(
     const torch::Tensor& annotations, const torch::Tensor& mask) {
-  auto memory = attention->remember(annotations, mask);  // keys once per image; checks the shapes
+  // Keys once per image; checks the shapes. Products with gradients are never packed.
+  auto memory = attention->remember(
+      annotations, mask, torch::GradMode::is_enabled() ? PackedWeights() : step_recurrence().packed);
   torch::Tensor mean;
   if (memory.mask.defined()) {
     const auto weights = memory.mask.to(annotations.scalar_type()).unsqueeze(1);          // [B, 1, L]
@@ -333,10 +338,10 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   DecoderOutput output;
   const auto context_rows = options_.deep_output ? gather(contexts) : torch::Tensor();  // [N, D]
   const auto emb_rows_t = options_.deep_output ? emb.reshape({T * B, E}).index_select(0, to_index(emb_rows))
-                                               : torch::Tensor();          // [N, E]
-  output.logits = scatter(readout(gather(hs), context_rows, emb_rows_t));  // [B, T, V]
-  output.alphas = scatter(gather(alphas));                                 // [B, T, (N,) L]
-  if (gate) output.gates = scatter(gather(betas));                         // [B, T, G]
+                                               : torch::Tensor();             // [N, E]
+  output.logits = scatter(readout(w, gather(hs), context_rows, emb_rows_t));  // [B, T, V]
+  output.alphas = scatter(gather(alphas));                                    // [B, T, (N,) L]
+  if (gate) output.gates = scatter(gather(betas));                            // [B, T, G]
   return output;
 }
 
@@ -351,7 +356,10 @@ DecoderStep AttentionLSTMDecoderImpl::step(const DecoderState& state, const torc
   const auto x_gates = w.input_weight.multiply(emb) + w.input_bias;  // [B, 4H]
   auto out = cell(w, state.memory, x_gates, state.h, state.c);
   return {
-      readout(out.h, out.context, emb), out.alpha, out.gate, {out.h, out.c, state.memory}};  // logits [B, V]
+      readout(w, out.h, out.context, emb),
+      out.alpha,
+      out.gate,
+      {out.h, out.c, state.memory}};  // logits [B, V]
 }
 
 }  // namespace saccade

@@ -191,7 +191,8 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
       const torch::Tensor& h,
       const torch::Tensor& c);
   // Word scores from h_t [N, H], the gated context [N, D] and E y_{t-1} [N, E]: [N, V].
-  torch::Tensor readout(const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb);
+  torch::Tensor readout(
+      Recurrence& weights, const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb);
 
   DecoderOptions options_;
   std::shared_ptr<const ContextReader> reader_;

@@ -22,7 +22,8 @@ namespace saccade {
 // Rows of x one kernel pass multiplies (its accumulators fill the registers).
 inline constexpr int64_t kFewRows = 6;
 // Up to this many rows the kernel runs in groups of kFewRows, each group re-reading W from cache;
-// beyond, a BLAS GEMM is faster (measured: 2.3x faster than OpenBLAS at 12 rows, slower at 32).
+// beyond, a GEMM is faster (measured: 2.3x faster than OpenBLAS at 12 rows, slower at 32); see
+// PackedWeights (packed_linear.h), which picks between them.
 inline constexpr int64_t kMaxRows = 16;
 
 // The instruction sets the kernel is written for; none = always torch::linear.

@@ -8,8 +8,6 @@
 
 #include <map>
 
-#include "models/few_rows_linear.h"
-
 namespace saccade {
 namespace {
 
@@ -114,7 +112,7 @@ TimeSharedWeight::TimeSharedWeight(const torch::Tensor& weight) : steps_(std::ma
 torch::Tensor TimeSharedWeight::multiply(const torch::Tensor& x, int64_t row) {
   const int64_t width = x.size(1);
   TORCH_CHECK(row >= 0 && row + width <= steps_->weight.size(0), "TimeSharedWeight: rows out of range");
-  auto y = few_rows_linear(x.detach(), steps_->weight.narrow(0, row, width).t());  // [n, M]
+  auto y = packed_.linear(x.detach(), steps_->weight.narrow(0, row, width).t());  // [n, M]
   if (torch::autograd::compute_requires_grad(x, token_)) {
     auto node = std::shared_ptr<StepGrad>(
         new StepGrad(steps_, steps_->grads.size(), row, width), torch::autograd::deleteNode);

@@ -23,6 +23,8 @@
 #include <memory>
 #include <vector>
 
+#include "models/packed_linear.h"
+
 namespace saccade {
 
 // x_t W with dW = sum_t x_t^T g_t computed as one GEMM, X^T G, after the last step's backward.
@@ -46,7 +48,8 @@ class TimeSharedWeight {
 
  private:
   std::shared_ptr<Steps> steps_;
-  torch::Tensor token_;  // [0]
+  torch::Tensor token_;   // [0]
+  PackedWeights packed_;  // W's blocks packed for products of many rows; W is detached and fixed
 };
 
 // A tensor whose per-step gradients are accumulated in place into one buffer, passed to autograd

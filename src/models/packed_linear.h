@@ -1,0 +1,71 @@
+// y = x W^T + b for inference with more rows than few_rows_linear takes (a batch of images or
+// beams per decoding step), from weights packed once for an AVX-512 kernel.
+//
+//   PackedWeights packed;                                  // one per set of weights; copies share it
+//   for (t ...) logits = packed.linear(h, out->weight, out->bias);   // [32, 512] -> [32, 10000]
+//
+// PackedWeight stores W as panels of kPanelWidth output columns, k-major, so the kernel keeps a
+// kBlockRows x kPanelWidth block of y in 24 AVX-512 registers, reads two vectors of W and
+// broadcasts kBlockRows values of x per step of k. BLAS libraries repack W at every call, which
+// costs as much as the product when x has a few dozen rows; and Debian's OpenBLAS runs its AVX2
+// kernels on CPUs it does not know or when OPENBLAS_CORETYPE pins them. Sums run in another
+// order than BLAS's, so results differ from torch::linear by rounding (relative ~1e-6),
+// deterministically and independently of the thread count.
+//
+// Shapes: x [M, K], weight [N, K] (any strides), bias [N] or undefined -> [M, N].
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+
+namespace saccade {
+
+// Output columns of one panel: two AVX-512 vectors.
+inline constexpr int64_t kPanelWidth = 32;
+// Rows of x one kernel call multiplies: 2 x kBlockRows accumulators, two W vectors and a
+// broadcast fill the 32 registers.
+inline constexpr int64_t kBlockRows = 12;
+
+// A float32 weight [N, K] and bias [N] packed for the kernel; immutable.
+class PackedWeight {
+ public:
+  PackedWeight(const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+  // True when the CPU (and the OS) run AVX-512F; otherwise linear() must not be called.
+  static bool supported();
+
+  // x [M, K] float32 on the CPU -> x W^T + b [M, N]. No autograd.
+  torch::Tensor linear(const torch::Tensor& x) const;
+
+  int64_t out_features() const { return out_features_; }
+  int64_t in_features() const { return in_features_; }
+
+ private:
+  torch::Tensor panels_;  // [ceil(N / kPanelWidth), K, kPanelWidth], zero columns past N
+  torch::Tensor bias_;    // [N] contiguous, or undefined
+  int64_t out_features_ = 0, in_features_ = 0;
+};
+
+// The packed copies of the weights one set of products uses, made the first time a product needs
+// one (keyed by the weight view: data pointer, sizes and strides). Copies share the packs. Keep it
+// only as long as the weights do not change: it does not notice in-place updates.
+class PackedWeights {
+ public:
+  // y = x W^T + b by the fastest route for x: few_rows_linear up to kMaxRows rows; the packed
+  // kernel for more rows of float32 on a CPU with AVX-512 when no gradient is needed;
+  // torch::linear otherwise.
+  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+  // How many weight views are packed (with the copies' packs).
+  int64_t size() const { return static_cast<int64_t>(packs_->size()); }
+
+ private:
+  using Key = std::tuple<const void*, int64_t, int64_t, int64_t, int64_t, const void*>;
+  std::shared_ptr<std::map<Key, PackedWeight>> packs_ = std::make_shared<std::map<Key, PackedWeight>>();
+};
+
+}  // namespace saccade

@@ -1,0 +1,134 @@
+// PackedWeight against a double-precision product: row counts across blocks and chunks, widths
+// across panels, depths across passes, strided weights, with and without bias; the same bits for
+// any thread count; and PackedWeights' choice of route and reuse of its packs.
+#include "models/packed_linear.h"
+
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "models/few_rows_linear.h"
+
+namespace saccade {
+namespace {
+
+// x W^T + b in double precision.
+torch::Tensor reference_linear(
+    const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto y = torch::mm(x.to(torch::kDouble), weight.to(torch::kDouble).t());
+  return bias.defined() ? y + bias.to(torch::kDouble) : y;
+}
+
+double max_error(const torch::Tensor& y, const torch::Tensor& reference) {
+  return (y.to(torch::kDouble) - reference).abs().max().item<double>();
+}
+
+// Restores LibTorch's thread count at the end of a test.
+class ThreadCount {
+ public:
+  ThreadCount() : saved_(at::get_num_threads()) {}
+  ~ThreadCount() { at::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  // M: one partial block, two full blocks, a ragged block, two chunks (16 blocks of 12 each);
+  // N: one column, a panel less one, a panel plus one, several panels; K: one, odd, more than a
+  // pass (256), two passes plus one.
+  for (const int64_t M : {13, 24, 31, 200}) {
+    for (const int64_t N : {1, 31, 33, 100}) {
+      for (const int64_t K : {1, 7, 300, 513}) {
+        const auto weight = torch::randn({N, K});
+        const auto bias = torch::randn({N});
+        const auto x = torch::randn({M, K});
+        const double tolerance = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
+        const auto y = PackedWeight(weight, bias).linear(x);
+        ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+        EXPECT_LT(max_error(y, reference_linear(x, weight, bias)), tolerance)
+            << "M=" << M << " N=" << N << " K=" << K;
+        EXPECT_LT(max_error(PackedWeight(weight).linear(x), reference_linear(x, weight, {})), tolerance)
+            << "no bias, M=" << M << " N=" << N << " K=" << K;
+      }
+    }
+  }
+}
+
+TEST(PackedLinear, PacksStridedWeightViews) {
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(1);
+  const auto x = torch::randn({40, 70});
+  // An LSTM input weight's block of columns (row stride wider than K) and a transposed view.
+  const auto block = torch::randn({50, 30 + 70}).narrow(1, 30, 70);  // [50, 70], strides (100, 1)
+  const auto transposed = torch::randn({70, 50}).t();                // [50, 70], strides (1, 50)
+  EXPECT_LT(max_error(PackedWeight(block).linear(x), reference_linear(x, block, {})), 1e-4);
+  EXPECT_LT(max_error(PackedWeight(transposed).linear(x), reference_linear(x, transposed, {})), 1e-4);
+}
+
+TEST(PackedLinear, GivesTheSameBitsForAnyThreadCount) {
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(2);
+  const ThreadCount restore;
+  const auto weight = torch::randn({300, 130});
+  const PackedWeight packed(weight, torch::randn({300}));
+  // 200 rows are two chunks: one thread multiplies them in turn, two threads one each, and four
+  // threads (more than the chunks) share each chunk's panels.
+  const auto x = torch::randn({200, 130});
+  at::set_num_threads(1);
+  const auto one = packed.linear(x);
+  for (const int threads : {2, 4}) {
+    at::set_num_threads(threads);
+    EXPECT_TRUE(torch::equal(packed.linear(x), one)) << threads << " threads";
+  }
+}
+
+TEST(PackedLinear, RejectsWhatItCannotMultiply) {
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  EXPECT_THROW(PackedWeight(torch::randn({4, 3}, torch::kDouble)), std::invalid_argument);
+  EXPECT_THROW(PackedWeight(torch::randn({4, 3}), torch::randn({5})), std::invalid_argument);
+  const PackedWeight packed(torch::randn({4, 3}));
+  EXPECT_THROW(packed.linear(torch::randn({20, 5})), std::invalid_argument);
+}
+
+TEST(PackedWeights, ChoosesTheRouteByRowsAndGradient) {
+  torch::manual_seed(3);
+  const auto weight = torch::randn({64, 48});
+  const auto bias = torch::randn({64});
+  PackedWeights packed;
+  {
+    torch::NoGradGuard no_grad;
+    // Up to kMaxRows rows: few_rows_linear, bit for bit.
+    const auto few = torch::randn({kMaxRows, 48});
+    EXPECT_TRUE(torch::equal(packed.linear(few, weight, bias), few_rows_linear(few, weight, bias)));
+    EXPECT_EQ(packed.size(), 0);
+    // More rows: the packed kernel where the CPU has AVX-512, else torch::linear.
+    const auto many = torch::randn({kMaxRows + 1, 48});
+    const auto expected = PackedWeight::supported() ? PackedWeight(weight, bias).linear(many)
+                                                    : torch::nn::functional::linear(many, weight, bias);
+    EXPECT_TRUE(torch::equal(packed.linear(many, weight, bias), expected));
+    EXPECT_TRUE(torch::equal(packed.linear(many, weight, bias), expected));
+    // One pack per weight view, kept for the next products; a copy shares them.
+    const int64_t packs = PackedWeight::supported() ? 1 : 0;
+    EXPECT_EQ(packed.size(), packs);
+    PackedWeights copy = packed;
+    copy.linear(many.narrow(1, 0, 40), weight.narrow(1, 8, 40));
+    EXPECT_EQ(packed.size(), 2 * packs);
+  }
+  // A gradient is needed: torch::linear, with its autograd history, and nothing packed.
+  PackedWeights fresh;
+  const auto x = torch::randn({kMaxRows + 4, 48}, torch::requires_grad());
+  const auto y = fresh.linear(x, weight, bias);
+  ASSERT_TRUE(y.requires_grad());
+  y.sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), weight.sum(0).expand({kMaxRows + 4, 48}), 1e-5, 1e-5));
+  EXPECT_EQ(fresh.size(), 0);
+}
+
+}  // namespace
+}  // namespace saccade
