@@ -330,8 +330,15 @@ AttentionMemory AttentionMemory::head(int64_t n) const {
       shared_keys};
 }
 
-torch::Tensor SoftContextReader::read(const torch::Tensor& alpha, const torch::Tensor& values) const {
-  return ExpectedValue::apply(alpha, values);  // [B, N, Dv]  eq. 13
+torch::Tensor HardContextReader::weights(const torch::Tensor& alpha) const {
+  const int64_t rows = alpha.size(0), heads = alpha.size(1), locations = alpha.size(2);
+  const auto flat = alpha.detach().reshape({rows * heads, locations});               // [B * N, L]
+  const auto chosen = sample_ ? torch::multinomial(flat, 1) : flat.argmax(1, true);  // [B * N, 1] eq. 8
+  const auto one_hot =
+      torch::zeros_like(flat).scatter_(1, chosen, 1.0).view({rows, heads, locations});  // [B, N, L]
+  if (!expectation_rows_.defined()) return one_hot;
+  const auto expected = expectation_rows_.narrow(0, 0, rows).view({rows, 1, 1});  // [B, 1, 1]
+  return torch::where(expected, alpha, one_hot);                                  // [B, N, L]
 }
 
 const ContextReader& soft_context_reader() {
@@ -365,9 +372,11 @@ AttentionStep AttentionImpl::attend(
     e = e.masked_fill(
         memory.mask.logical_not().unsqueeze(1), -std::numeric_limits<double>::infinity());  // [B, N, L]
   }
-  const auto alpha = torch::softmax(e, -1);                         // [B, N, L]  eq. 5
-  const auto context = combine(reader.read(alpha, memory.values));  // [B, D]
-  return {context, keeps_heads() ? alpha : alpha.squeeze(1)};
+  const auto alpha = torch::softmax(e, -1);                                    // [B, N, L]  eq. 5
+  const auto weights = reader.weights(alpha);                                  // [B, N, L]
+  const auto context = combine(ExpectedValue::apply(weights, memory.values));  // [B, D]  eq. 13
+  const auto unheaded = [&](const torch::Tensor& x) { return keeps_heads() ? x : x.squeeze(1); };
+  return {context, unheaded(alpha), unheaded(weights)};
 }
 
 AttentionStep AttentionImpl::forward(

@@ -26,9 +26,9 @@
 // exposed (query_weight/query_bias) so the decoder can fuse it with its other maps of h_{t-1}
 // into one GEMM per step.
 //
-// Soft and hard attention differ only in how alpha becomes a context: a ContextReader. The soft
-// reader takes the expectation sum_i alpha_i a_i (paper Sec. 4.2, eq. 13); a hard reader would
-// sample a location (Sec. 4.1) and is not implemented yet.
+// Soft and hard attention differ only in the weights the context averages the values with: a
+// ContextReader. The soft reader takes alpha itself, the expectation sum_i alpha_i a_i (paper
+// Sec. 4.2, eq. 13); the hard reader one location per row, sampled from alpha (Sec. 4.1, eq. 8-9).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -84,20 +84,38 @@ struct AttentionMemory {
 struct AttentionStep {
   torch::Tensor context;  // z_t [B, D]
   torch::Tensor alpha;    // [B, L] ([B, N, L] for multihead); 0 at masked locations
+  torch::Tensor weights;  // like alpha: what the context averaged (alpha itself, or one-hot rows)
 };
 
 // How attention weights become a context: the one place where soft and hard attention differ.
+// The context is sum_i w_i v_i with the weights w this returns.
 class ContextReader {
  public:
   virtual ~ContextReader() = default;
-  // alpha [B, N, L] (rows sum to 1), values [B, N, L, Dv] -> one glimpse per head [B, N, Dv].
-  virtual torch::Tensor read(const torch::Tensor& alpha, const torch::Tensor& values) const = 0;
+  // alpha [B, N, L] (rows sum to 1) -> w [B, N, L] (rows sum to 1).
+  virtual torch::Tensor weights(const torch::Tensor& alpha) const = 0;
 };
 
-// Soft (deterministic) attention: the expected annotation under alpha, sum_i alpha_i v_i.
+// Soft (deterministic) attention: w = alpha, the expected annotation.
 class SoftContextReader : public ContextReader {
  public:
-  torch::Tensor read(const torch::Tensor& alpha, const torch::Tensor& values) const override;
+  torch::Tensor weights(const torch::Tensor& alpha) const override { return alpha; }
+};
+
+// Hard (stochastic) attention: w is one-hot at one location per row and head, sampled from alpha
+// (`sample`, training) or alpha's most likely location (decoding). No gradient flows through the
+// choice (REINFORCE trains alpha, see train/objectives.h). Rows b with expectation_rows[b] read
+// alpha itself: the paper (Sec. 4.1) sets the sampled location to its expected value for half
+// of the training captions. Readers see a prefix of B rows when the batch shrinks.
+class HardContextReader : public ContextReader {
+ public:
+  explicit HardContextReader(bool sample, torch::Tensor expectation_rows = {})
+      : sample_(sample), expectation_rows_(std::move(expectation_rows)) {}
+  torch::Tensor weights(const torch::Tensor& alpha) const override;
+
+ private:
+  bool sample_;
+  torch::Tensor expectation_rows_;  // [B] bool, or undefined: every row reads its chosen location
 };
 
 // The shared soft reader (stateless).

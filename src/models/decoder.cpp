@@ -71,6 +71,7 @@ DecoderOptions decoder_options_from(const Config& config) {
   options.attention_dim = config.get<int64_t>("decoder.attention.dim");
   options.attention_heads = config.get<int64_t>("decoder.attention.heads");
   options.attention_mode = parsed("decoder.attention.mode", parse_attention_mode);
+  options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
   options.gate = parsed("decoder.gate", parse_gate);
   options.deep_output = config.get<bool>("decoder.deep_output");
   options.dropout = config.get<double>("decoder.dropout");
@@ -93,8 +94,10 @@ void validate(const DecoderOptions& options) {
   if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
     throw std::invalid_argument("decoder.dropout must be in [0, 1), got " + std::to_string(options.dropout));
   }
-  if (options.attention_mode == AttentionMode::hard) {
-    throw std::invalid_argument("decoder.attention.mode=hard is not implemented yet; use soft");
+  if (!(options.hard_expectation >= 0.0 && options.hard_expectation <= 1.0)) {
+    throw std::invalid_argument(
+        "decoder.attention.hard_expectation must be in [0, 1], got " +
+        std::to_string(options.hard_expectation));
   }
   try {
     validate(options.attention());
@@ -125,6 +128,7 @@ struct AttentionLSTMDecoderImpl::CellOutput {
   torch::Tensor c;        // [n, H]
   torch::Tensor context;  // [n, D] beta * z
   torch::Tensor alpha;    // [n, L] or [n, N, L]
+  torch::Tensor weights;  // like alpha: what the context averaged
   torch::Tensor gate;     // [n, G] or undefined
 };
 
@@ -148,7 +152,6 @@ AttentionLSTMDecoderImpl::AttentionLSTMDecoderImpl(const DecoderOptions& options
   // Small embeddings (as sgrvinod's tutorial): the deep output adds E y_{t-1} to L_h h_t unscaled.
   torch::NoGradGuard no_grad;
   embedding->weight.uniform_(-0.1, 0.1);
-  reader_ = std::make_shared<SoftContextReader>();
 }
 
 AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::recurrence() const {
@@ -187,15 +190,17 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
     const AttentionMemory& memory,
     const torch::Tensor& x_gates,
     const torch::Tensor& h,
-    const torch::Tensor& c) {
+    const torch::Tensor& c,
+    const ContextReader& reader) {
   const int64_t Q = w.query_size, G = w.gate_size, H = options_.hidden_dim;
   // One product for every map of h_{t-1}, split in one autograd node: query | gate | U h.
   const auto parts = w.h_weight.multiply(h).split_with_sizes({Q, G, 4 * H}, 1);  // [n, Q], [n, G], [n, 4H]
   auto query = Q > 0 ? parts[0] : h;                                             // [n, Q]
   if (w.query_bias.defined()) query = query + w.query_bias;                      // [n, Q]
-  const auto attended = attention->attend(memory, query, *reader_);              // eq. 4-6
+  const auto attended = attention->attend(memory, query, reader);                // eq. 4-6
   CellOutput out;
   out.alpha = attended.alpha;      // [n, L] or [n, N, L]
+  out.weights = attended.weights;  // [n, L] or [n, N, L]
   out.context = attended.context;  // [n, D]
   if (G > 0) {
     out.gate = torch::sigmoid(parts[1] + w.gate_bias);  // [n, G]  beta
@@ -281,6 +286,12 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
 
   DecoderState state = init_state(sorted(annotations), sorted(mask));
   Recurrence w = recurrence();
+  const bool hard = options_.attention_mode == AttentionMode::hard;
+  torch::Tensor expectation_rows;  // [B] bool
+  if (hard && is_training())
+    expectation_rows = torch::rand({B}, annotations.options()) < options_.hard_expectation;
+  const HardContextReader hard_reader(is_training(), sorted(expectation_rows));
+  const ContextReader& reader = hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader();
   const auto emb = embedding(sorted(tokens).t());  // [T, B, E]  E y_{t-1}
   const auto x_gates =
       (w.input_weight.multiply(emb.reshape({T * B, E})) + w.input_bias).view({T, B, 4 * H});  // [T, B, 4H]
@@ -289,7 +300,7 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   // The recurrence over a shrinking prefix of rows; step t's n_t rows are appended to the packed
   // (time-major) lists at offsets[t]. Slicing only when n_t drops keeps autograd from building a
   // full-size gradient per step for every sliced tensor.
-  std::vector<torch::Tensor> hs, contexts, alphas, betas;
+  std::vector<torch::Tensor> hs, contexts, alphas, weights, betas;
   std::vector<int64_t> offsets;
   AttentionMemory memory = state.memory;
   torch::Tensor h = state.h, c = state.c;  // [B, H]
@@ -302,12 +313,13 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
       h = h.narrow(0, 0, n);  // [n, H]
       c = c.narrow(0, 0, n);  // [n, H]
     }
-    auto out = cell(w, memory, n < B ? x_steps[t].narrow(0, 0, n) : x_steps[t], h, c);
+    auto out = cell(w, memory, n < B ? x_steps[t].narrow(0, 0, n) : x_steps[t], h, c, reader);
     h = out.h;  // [n, H]
     c = out.c;  // [n, H]
     hs.push_back(out.h);
     contexts.push_back(out.context);
     alphas.push_back(out.alpha);
+    weights.push_back(out.weights);
     betas.push_back(out.gate);
     offsets.push_back(packed);
     packed += n;
@@ -342,6 +354,8 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   output.logits = scatter(readout(w, gather(hs), context_rows, emb_rows_t));  // [B, T, V]
   output.alphas = scatter(gather(alphas));                                    // [B, T, (N,) L]
   if (gate) output.gates = scatter(gather(betas));                            // [B, T, G]
+  if (hard) output.weights = scatter(gather(weights));                        // [B, T, (N,) L]
+  output.expectation_rows = expectation_rows;                                 // [B]
   return output;
 }
 
@@ -354,7 +368,11 @@ DecoderStep AttentionLSTMDecoderImpl::step(const DecoderState& state, const torc
   Recurrence w = step_recurrence();
   const auto emb = embedding(prev_tokens);                           // [B, E]
   const auto x_gates = w.input_weight.multiply(emb) + w.input_bias;  // [B, 4H]
-  auto out = cell(w, state.memory, x_gates, state.h, state.c);
+  const HardContextReader hard_reader(is_training());
+  const bool hard = options_.attention_mode == AttentionMode::hard;
+  auto out = cell(
+      w, state.memory, x_gates, state.h, state.c,
+      hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader());
   return {
       readout(w, out.h, out.context, emb),
       out.alpha,

@@ -65,7 +65,7 @@ std::string to_string(Gate gate);
 Gate parse_gate(const std::string& name);
 
 // How alpha becomes a context (the ContextReader): soft = expectation (Sec. 4.2); hard = a sampled
-// location trained with REINFORCE (Sec. 4.1), not implemented yet.
+// location trained with REINFORCE (Sec. 4.1; decoding reads alpha's most likely location).
 enum class AttentionMode { soft, hard };
 std::string to_string(AttentionMode mode);
 // "soft" | "hard"; throws std::invalid_argument naming the value otherwise.
@@ -87,8 +87,11 @@ struct DecoderOptions {
   int64_t attention_dim = 512;
   // N: heads, multihead only (must divide attention_dim).
   int64_t attention_heads = 1;
-  // soft | hard (hard is not implemented yet).
+  // soft | hard.
   AttentionMode attention_mode = AttentionMode::soft;
+  // Hard mode, training: the probability that a caption reads the expected context instead of
+  // sampled locations (the paper's 0.5, Sec. 4.1).
+  double hard_expectation = 0.5;
   // The context gate beta.
   Gate gate = Gate::scalar;
   // true: the paper's deep output layer (eq. 7); false: one linear layer on h_t.
@@ -101,8 +104,8 @@ struct DecoderOptions {
   AttentionOptions attention() const;
 };
 
-// Reads decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, mode}, gate, deep_output,
-// dropout}. vocab_size and annotation_dim stay 0: the caller sets them from the vocabulary and
+// Reads decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, mode, hard_expectation}, gate,
+// deep_output, dropout}. vocab_size and annotation_dim stay 0: the caller sets them from the vocabulary and
 // the encoder. Throws ConfigError for a missing key or a bad value.
 DecoderOptions decoder_options_from(const Config& config);
 
@@ -114,6 +117,11 @@ struct DecoderOutput {
   torch::Tensor logits;  // [B, T, V] unnormalized scores of the word following tokens[b, t]
   torch::Tensor alphas;  // [B, T, L] ([B, T, N, L] for multihead) attention weights
   torch::Tensor gates;   // [B, T, G] beta per step; undefined when the gate is none
+  // Hard mode: what each step's context averaged, like alphas: one-hot at the chosen location,
+  // or alpha itself in the expectation rows. Undefined in soft mode.
+  torch::Tensor weights;
+  // Hard mode in training: [B] bool, the captions that read the expectation. Undefined otherwise.
+  torch::Tensor expectation_rows;
 };
 
 // The decoder's recurrent state between steps, for greedy and beam search.
@@ -183,19 +191,19 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
   // recurrence() for step(): without autograd (decoding, one call per word) the fused weights are
   // kept between calls while no parameter changed. Not thread-safe.
   Recurrence step_recurrence();
-  // One step for the first n rows of h, c and memory: attention, gate, LSTM.
+  // One step for the first n rows of h, c and memory: attention read by `reader`, gate, LSTM.
   CellOutput cell(
       Recurrence& weights,
       const AttentionMemory& memory,
       const torch::Tensor& x_gates,
       const torch::Tensor& h,
-      const torch::Tensor& c);
+      const torch::Tensor& c,
+      const ContextReader& reader);
   // Word scores from h_t [N, H], the gated context [N, D] and E y_{t-1} [N, E]: [N, V].
   torch::Tensor readout(
       Recurrence& weights, const torch::Tensor& h, const torch::Tensor& context, const torch::Tensor& emb);
 
   DecoderOptions options_;
-  std::shared_ptr<const ContextReader> reader_;
   std::shared_ptr<Recurrence> step_weights_;  // step_recurrence()'s cache
   std::vector<int64_t> step_weights_key_;     // data pointers and versions of the parameters
 };

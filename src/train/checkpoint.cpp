@@ -33,6 +33,7 @@ Json state_to_json(const TrainState& state) {
   json.set("best_epoch", Json(state.best_epoch));
   json.set("epochs_without_improvement", Json(state.epochs_without_improvement));
   json.set("plateau_epochs", Json(state.plateau_epochs));
+  json.set("reinforce_baseline", optional_number(state.reinforce_baseline));
   return json;
 }
 
@@ -46,6 +47,9 @@ TrainState state_from_json(const Json& json) {
   state.best_epoch = json.at("best_epoch").as_int64();
   state.epochs_without_improvement = json.at("epochs_without_improvement").as_int64();
   state.plateau_epochs = json.at("plateau_epochs").as_int64();
+  // Absent from checkpoints of soft-attention runs written before hard attention existed.
+  if (const Json* baseline = json.find("reinforce_baseline"); baseline && !baseline->is_null())
+    state.reinforce_baseline = baseline->as_double();
   return state;
 }
 
@@ -67,7 +71,7 @@ bool operator==(const TrainState& a, const TrainState& b) {
   return a.epoch == b.epoch && a.step == b.step && a.learning_rate == b.learning_rate &&
          a.encoder_learning_rate == b.encoder_learning_rate && a.best_metric == b.best_metric &&
          a.best_epoch == b.best_epoch && a.epochs_without_improvement == b.epochs_without_improvement &&
-         a.plateau_epochs == b.plateau_epochs;
+         a.plateau_epochs == b.plateau_epochs && a.reinforce_baseline == b.reinforce_baseline;
 }
 
 void save_checkpoint(

@@ -3,6 +3,7 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <limits>
 #include <stdexcept>
 
 namespace saccade {
@@ -42,6 +43,7 @@ SoftAttentionLoss soft_attention_loss(
   const auto masked = nll * mask;              // [B, T]
 
   SoftAttentionLoss loss;
+  loss.caption_nll = masked.sum(1);  // [B]
   loss.tokens = lengths.sum().item<int64_t>();
   if (reduction == XentReduction::per_caption) {
     loss.xent = masked.sum() / static_cast<double>(batch);
@@ -59,6 +61,42 @@ SoftAttentionLoss soft_attention_loss(
   }
   loss.total = loss.xent + loss.alpha_reg;
   return loss;
+}
+
+HardAttentionTerms hard_attention_terms(
+    const torch::Tensor& caption_log_likelihood,
+    const torch::Tensor& alphas,
+    const torch::Tensor& weights,
+    const torch::Tensor& expectation_rows,
+    const torch::Tensor& lengths,
+    std::optional<double> baseline,
+    const HardAttentionOptions& options) {
+  TORCH_CHECK(alphas.sizes() == weights.sizes(), "alphas and weights must have the same shape");
+  const int64_t batch = alphas.size(0), steps = alphas.size(1);
+  auto mask = step_mask(lengths, steps).to(alphas.dtype());  // [B, T]
+  for (int64_t d = 2; d < alphas.dim(); ++d) mask = mask.unsqueeze(-1);
+  // 0 log 0 = 0 at masked locations; a sampled location always has alpha > 0.
+  const auto log_alpha = alphas.clamp_min(std::numeric_limits<float>::min()).log();
+  const auto masked_sum = [&](const torch::Tensor& x) { return (x * mask).reshape({batch, -1}).sum(1); };
+
+  HardAttentionTerms terms;
+  terms.entropy = -masked_sum(alphas * log_alpha).mean();  // H[alpha] summed over steps
+  const auto sampled = expectation_rows.defined() ? expectation_rows.logical_not()
+                                                  : torch::ones({batch}, torch::kBool);  // [B]
+  const auto reward = caption_log_likelihood.detach().to(torch::kDouble);                // [B]
+  const int64_t samples = sampled.sum().item<int64_t>();
+  if (samples > 0) {
+    terms.reward = reward.masked_select(sampled).mean().item<double>();
+    const double b = baseline.value_or(*terms.reward);
+    const auto log_p_locations = masked_sum(weights.detach() * log_alpha);  // [B] log p(s~ | a)
+    const auto advantage = ((reward - b) * sampled.to(torch::kDouble)).to(alphas.dtype());  // [B]
+    terms.reinforce =
+        -options.reinforce_weight * (advantage * log_p_locations).sum() / static_cast<double>(batch);
+  } else {
+    terms.reinforce = torch::zeros({}, alphas.options());
+  }
+  terms.loss = terms.reinforce - options.entropy_weight * terms.entropy;
+  return terms;
 }
 
 }  // namespace saccade

@@ -4,12 +4,20 @@
 // doubly stochastic regularization
 //     lambda * sum_i (1 - sum_t alpha_ti)^2
 // which pushes the model to attend to every location over the course of the caption.
+// Hard attention (Sec. 4.1, eq. 10-12): the locations s are sampled, and the gradient of the
+// variational bound L_s = sum_s p(s | a) log p(y | s, a) is estimated from one sample per caption:
+//     d log p(y | s~, a) + lambda_r (log p(y | s~, a) - b) d log p(s~ | a) + lambda_e d H[s~]
+// with b a moving average of log p(y | s~, a). The first term is the cross-entropy's gradient
+// (the context of the sampled locations); hard_attention_terms() gives the two others as a
+// surrogate loss whose gradient they are. Captions that read the expected context (the paper does
+// so for half of them) add no REINFORCE term, as their context is soft.
 // Shapes: B batch, T steps, V vocab, L locations (multihead alphas [B, T, heads, L] are
-// averaged over heads first).
+// averaged over heads first for the regularizer).
 #pragma once
 
 #include <torch/types.h>
 
+#include <optional>
 #include <string>
 
 namespace saccade {
@@ -24,10 +32,11 @@ XentReduction parse_xent_reduction(const std::string& name);
 std::string to_string(XentReduction reduction);
 
 struct SoftAttentionLoss {
-  torch::Tensor total;      // [] xent + alpha_reg, what is minimized
-  torch::Tensor xent;       // [] cross-entropy over real tokens
-  torch::Tensor alpha_reg;  // [] lambda * mean_b sum_i (1 - sum_t alpha_bti)^2
-  int64_t tokens = 0;       // real (non-padding) target tokens in the batch
+  torch::Tensor total;        // [] xent + alpha_reg, what is minimized
+  torch::Tensor xent;         // [] cross-entropy over real tokens
+  torch::Tensor caption_nll;  // [B] -log p(y | a) of each caption: the sum over its words
+  torch::Tensor alpha_reg;    // [] lambda * mean_b sum_i (1 - sum_t alpha_bti)^2
+  int64_t tokens = 0;         // real (non-padding) target tokens in the batch
 };
 
 // logits  [B, T, V] scores for the word at each step
@@ -42,6 +51,32 @@ SoftAttentionLoss soft_attention_loss(
     const torch::Tensor& alphas,
     double alpha_reg_weight,
     XentReduction reduction);
+
+struct HardAttentionOptions {
+  double reinforce_weight = 0.1;  // lambda_r (the authors' code divides the reward by 10)
+  double entropy_weight = 0.002;  // lambda_e (the authors' code)
+  double baseline_decay = 0.9;    // b_k = decay * b_{k-1} + (1 - decay) * mean log p(y | s~, a)
+};
+
+struct HardAttentionTerms {
+  torch::Tensor loss;            // [] reinforce - lambda_e * entropy: add it to what is minimized
+  torch::Tensor reinforce;       // [] -lambda_r mean_b (R_b - b) log p(s~_b | a) over sampled captions
+  torch::Tensor entropy;         // [] mean_b sum_t H[alpha_bt] over real steps (and heads)
+  std::optional<double> reward;  // mean log p(y | s~, a) of the sampled captions; none if none was
+};
+
+// caption_log_likelihood [B] log p(y | s~, a) (used as a constant reward)
+// alphas  [B, T, L] or [B, T, heads, L]; weights: the same shape, one-hot where sampled
+// expectation_rows [B] bool or undefined; lengths [B]; baseline b (nullopt: the batch's own mean
+// reward, for the first step).
+HardAttentionTerms hard_attention_terms(
+    const torch::Tensor& caption_log_likelihood,
+    const torch::Tensor& alphas,
+    const torch::Tensor& weights,
+    const torch::Tensor& expectation_rows,
+    const torch::Tensor& lengths,
+    std::optional<double> baseline,
+    const HardAttentionOptions& options);
 
 // [B, T] float mask, 1 where t < lengths[b].
 torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps);

@@ -34,9 +34,10 @@ namespace {
 
 const std::vector<std::string> kValMetrics = {"bleu1", "bleu2", "bleu3", "bleu4", "rouge_l", "cider_d"};
 
-const std::vector<std::string> kCsvColumns = {"kind",      "epoch", "step",         "loss",    "xent",
-                                              "alpha_reg", "lr",    "images_per_s", "bleu1",   "bleu2",
-                                              "bleu3",     "bleu4", "rouge_l",      "cider_d", "meteor"};
+const std::vector<std::string> kCsvColumns = {
+    "kind",  "epoch",        "step",  "loss",  "xent",  "alpha_reg", "reinforce", "attention_entropy",
+    "lr",    "images_per_s", "bleu1", "bleu2", "bleu3", "bleu4",     "rouge_l",   "cider_d",
+    "meteor"};
 
 OptimizerKind parse_optimizer(const std::string& name) {
   if (name == "adam") return OptimizerKind::adam;
@@ -204,6 +205,9 @@ TrainOptions train_options_from(const Config& config) {
   options.lr_gamma = config.get<double>("train.lr_gamma");
   options.lr_plateau_patience = config.get<int64_t>("train.lr_plateau_patience");
   options.alpha_reg = config.get<double>("train.alpha_reg");
+  options.hard.reinforce_weight = config.get<double>("train.hard.reinforce_weight");
+  options.hard.entropy_weight = config.get<double>("train.hard.entropy_weight");
+  options.hard.baseline_decay = config.get<double>("train.hard.baseline_decay");
   options.xent_reduction = parse_xent_reduction(config.get<std::string>("train.xent_reduction"));
   options.log_every = config.get<int64_t>("train.log_every");
   options.max_steps_per_epoch = config.get<int64_t>("train.max_steps_per_epoch");
@@ -232,6 +236,11 @@ void validate(const TrainOptions& options) {
   require(options.lr_gamma > 0, "train.lr_gamma must be > 0");
   require(options.lr_plateau_patience >= 1, "train.lr_plateau_patience must be >= 1");
   require(options.alpha_reg >= 0, "train.alpha_reg must be >= 0");
+  require(options.hard.reinforce_weight >= 0, "train.hard.reinforce_weight must be >= 0");
+  require(options.hard.entropy_weight >= 0, "train.hard.entropy_weight must be >= 0");
+  require(
+      options.hard.baseline_decay >= 0 && options.hard.baseline_decay < 1,
+      "train.hard.baseline_decay must be in [0, 1)");
   require(options.log_every >= 1, "train.log_every must be >= 1");
   require(options.max_steps_per_epoch >= 0, "train.max_steps_per_epoch must be >= 0 (0 = whole split)");
   bool known_metric = false;
@@ -365,7 +374,15 @@ TrainResult train_captioner(const TrainerSetup& setup) {
       const DecoderOutput output = model->decoder->forward(annotations, inputs, steps);
       const SoftAttentionLoss loss = soft_attention_loss(
           output.logits, targets, steps, output.alphas, options.alpha_reg, options.xent_reduction);
-      const double loss_value = loss.total.item<double>();
+      torch::Tensor total = loss.total;
+      std::optional<HardAttentionTerms> hard;
+      if (output.weights.defined()) {
+        hard = hard_attention_terms(
+            -loss.caption_nll, output.alphas, output.weights, output.expectation_rows, steps,
+            state.reinforce_baseline, options.hard);
+        total = total + hard->loss;
+      }
+      const double loss_value = total.item<double>();
       if (!std::isfinite(loss_value)) {
         throw std::runtime_error(
             "The loss became " + std::string(std::isnan(loss_value) ? "NaN" : "infinite") + " at epoch " +
@@ -374,14 +391,20 @@ TrainResult train_captioner(const TrainerSetup& setup) {
             " (epoch " + std::to_string(state.epoch) + "). HINT: lower train.lr or set train.grad_clip");
       }
       optimizer->zero_grad();
-      loss.total.backward();
+      total.backward();
       if (options.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), options.grad_clip);
       optimizer->step();
+      if (hard && hard->reward) {
+        const double decay = options.hard.baseline_decay;
+        state.reinforce_baseline = state.reinforce_baseline
+                                       ? decay * *state.reinforce_baseline + (1.0 - decay) * *hard->reward
+                                       : *hard->reward;
+      }
       ++state.step;
       ++epoch_steps;
       progress.advance(batch->size(), {{"loss", loss_value}});
       if (state.step % options.log_every == 0 || epoch_steps == steps_this_epoch) {
-        const std::map<std::string, std::string> row = {
+        std::map<std::string, std::string> row = {
             {"kind", "train"},
             {"epoch", std::to_string(epoch)},
             {"step", std::to_string(state.step)},
@@ -390,6 +413,10 @@ TrainResult train_captioner(const TrainerSetup& setup) {
             {"alpha_reg", MetricsCsv::number(loss.alpha_reg.item<double>())},
             {"lr", MetricsCsv::number(state.learning_rate)},
             {"images_per_s", MetricsCsv::number(progress.rate())}};
+        if (hard) {
+          row["reinforce"] = MetricsCsv::number(hard->reinforce.item<double>());
+          row["attention_entropy"] = MetricsCsv::number(hard->entropy.item<double>());
+        }
         log_row(row);
       }
     }

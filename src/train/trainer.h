@@ -1,12 +1,13 @@
-// Trainer: soft-attention training of a Captioner with validation by real decoding.
+// Trainer: soft- or hard-attention training of a Captioner with validation by real decoding.
 //
 //   TrainerSetup setup = ...;                 // every component's options, filled by cli/
 //   TrainResult result = train_captioner(setup);
 //
-// Each epoch: shuffled (image, caption) batches, forward with teacher forcing, the soft-attention
-// objective (objectives.h), backward, gradient clipping, an optimizer step; then greedy decoding
-// of the validation images scored with BLEU/ROUGE-L/CIDEr-D; checkpoints/last always,
-// checkpoints/best when the chosen metric improved; the learning-rate schedule; early stopping.
+// Each epoch: shuffled (image, caption) batches, forward with teacher forcing, the objective
+// (objectives.h; hard attention adds the REINFORCE terms and updates their baseline), backward, gradient
+// clipping, an optimizer step; then greedy decoding of the validation images scored with
+// BLEU/ROUGE-L/CIDEr-D; checkpoints/last always, checkpoints/best when the chosen metric improved; the
+// learning-rate schedule; early stopping.
 //
 // Reproducibility: parameters are initialized from `seed`; every epoch reseeds LibTorch's
 // generator from (seed, epoch), and the loader's order depends only on (seed, epoch), so an
@@ -48,6 +49,7 @@ struct TrainOptions {
   double lr_gamma = 0.5;            // step and plateau: the factor
   int64_t lr_plateau_patience = 2;  // plateau: epochs without improvement before a reduction
   double alpha_reg = 1.0;           // lambda of the doubly stochastic regularization; 0 = off
+  HardAttentionOptions hard;        // the REINFORCE terms, for decoder.attention.mode=hard
   XentReduction xent_reduction = XentReduction::per_caption;
   int64_t log_every = 20;               // optimizer steps between metrics.csv rows
   int64_t max_steps_per_epoch = 0;      // stop an epoch after this many steps; 0 = the whole split

@@ -307,6 +307,23 @@ torch::Tensor draw_panel_grid(
   return canvas_tensor;
 }
 
+namespace {
+
+// Paints a white frame just inside the block of grid cell `cell` of `panel` (uint8 [P, P, 3]).
+void outline_cell(torch::Tensor& panel, int64_t cell, const std::array<int64_t, 2>& grid) {
+  const int64_t side = panel.size(0), row = cell / grid[1], column = cell % grid[1];
+  const int64_t y0 = row * side / grid[0], y1 = (row + 1) * side / grid[0];
+  const int64_t x0 = column * side / grid[1], x1 = (column + 1) * side / grid[1];
+  const int64_t width = std::max<int64_t>(1, std::min({kOutlineWidth, (y1 - y0) / 4, (x1 - x0) / 4}));
+  auto block = panel.slice(0, y0, y1).slice(1, x0, x1);  // a view
+  block.slice(0, 0, width).fill_(255);
+  block.slice(0, block.size(0) - width, block.size(0)).fill_(255);
+  block.slice(1, 0, width).fill_(255);
+  block.slice(1, block.size(1) - width, block.size(1)).fill_(255);
+}
+
+}  // namespace
+
 torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOptions& options) {
   validate(options);
   const auto& alphas = figure.alphas;
@@ -336,7 +353,10 @@ torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOp
     block.push_back({image, per_block.size() > 1 ? "head " + std::to_string(b + 1) : ""});
     for (int64_t i = 0; i < n; ++i) {
       const auto map = attention_map(per_block[b][i], figure.grid, side, side, options);
-      block.push_back({overlay_attention(image, map, options), figure.words[i]});
+      auto panel = overlay_attention(image, map, options);
+      if (figure.outline_read_cell)
+        outline_cell(panel, per_block[b][i].argmax().item<int64_t>(), figure.grid);
+      block.push_back({panel, figure.words[i]});
     }
     blocks.push_back(std::move(block));
   }

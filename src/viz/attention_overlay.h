@@ -160,11 +160,17 @@ struct AttentionFigure {
   torch::Tensor alphas;            // [n, L] or [n, N, L] (multihead): where each word looked
   std::array<int64_t, 2> grid{};   // [Hg, Wg] of the encoder's grid, Hg * Wg = L
   std::vector<std::string> notes;  // lines written below the panels (caption, references)
+  // Hard attention: frame the cell each word read (its alpha's peak) in white.
+  bool outline_read_cell = false;
 };
 
+// Pixels: the width of the frame outline_read_cell draws (thinner in cells under 8 pixels).
+constexpr int64_t kOutlineWidth = 2;
+
 // The image resized to P x P, then its overlays per word (heads averaged, or one block per head
-// labelled "head h"), in a panel grid. Throws std::invalid_argument when words, alphas and grid
-// disagree.
+// labelled "head h"), in a panel grid. With outline_read_cell, each overlay gets a white frame
+// just inside the block of the peak's cell (rows [y P / Hg, (y + 1) P / Hg), likewise columns). Throws
+// std::invalid_argument when words, alphas and grid disagree.
 torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOptions& options);
 
 }  // namespace saccade

@@ -125,18 +125,43 @@ TEST(Train, SameSeedGivesIdenticalLosses) {
   EXPECT_NE(losses, train_losses(only_run(other_seed.path())));
 }
 
-TEST(Train, ResumeContinuesExactlyAsAnUninterruptedRun) {
+// Two epochs in one run, and one epoch then a resumed one, give the same epoch-2 losses.
+void expect_exact_resume(const std::vector<std::string>& overrides) {
   TempDir whole, half;
-  ASSERT_EQ(train_smoke(whole.path()).exit_code, 0);
-  ASSERT_EQ(train_smoke(half.path(), {"train.epochs=1"}).exit_code, 0);
+  ASSERT_EQ(train_smoke(whole.path(), overrides).exit_code, 0);
+  auto one_epoch = overrides;
+  one_epoch.push_back("train.epochs=1");
+  ASSERT_EQ(train_smoke(half.path(), one_epoch).exit_code, 0);
   const auto first_half = only_run(half.path());
   TempDir resumed;
-  const auto result = train_smoke(resumed.path(), {"train.resume=" + first_half.string()});
+  auto resume = overrides;
+  resume.push_back("train.resume=" + first_half.string());
+  const auto result = train_smoke(resumed.path(), resume);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto expected = train_losses(only_run(whole.path()), 2);
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(train_losses(only_run(resumed.path()), 2), expected);
   EXPECT_TRUE(train_losses(only_run(resumed.path()), 1).empty());
+}
+
+TEST(Train, ResumeContinuesExactlyAsAnUninterruptedRun) {
+  expect_exact_resume({});
+}
+
+TEST(Train, HardAttentionTrainsWithReinforceAndResumesExactly) {
+  TempDir work;
+  const auto result = train_smoke(work.path(), {"decoder.attention.mode=hard"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto run = only_run(work.path());
+  for (const auto& row : read_metrics(run)) {
+    if (row.at("kind") != "train") continue;
+    EXPECT_FALSE(row.at("reinforce").empty());
+    EXPECT_GT(std::stod(row.at("attention_entropy")), 0.0);
+  }
+  // The REINFORCE baseline is part of the saved state, so resuming continues it.
+  EXPECT_EQ(
+      read_file(run / "checkpoints/last/state.json").find("\"reinforce_baseline\": null"), std::string::npos);
+  expect_exact_resume({"decoder.attention.mode=hard"});
 }
 
 TEST(Train, ResumeWithoutCheckpointIsClearError) {

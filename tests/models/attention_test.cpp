@@ -340,5 +340,54 @@ TEST_F(AttentionTest, RegistryAcceptsNewKinds) {
   EXPECT_EQ(step.alpha.sizes(), torch::IntArrayRef({1, 5}));
 }
 
+TEST(HardContextReader, DecodingReadsTheMostLikelyLocation) {
+  const auto alpha = torch::tensor({{{0.2, 0.5, 0.3}}, {{0.6, 0.1, 0.3}}});  // [B=2, N=1, L=3]
+  const auto weights = HardContextReader(false).weights(alpha);
+  EXPECT_TRUE(torch::equal(weights, torch::tensor({{{0.0, 1.0, 0.0}}, {{1.0, 0.0, 0.0}}})));
+}
+
+TEST(HardContextReader, SamplesLocationsWithTheirProbabilities) {
+  torch::manual_seed(0);
+  const int64_t rows = 40000;
+  // Location 3 is masked (alpha 0): it is never chosen.
+  const auto probabilities = torch::tensor({0.1, 0.6, 0.3, 0.0});
+  const auto weights = HardContextReader(true).weights(probabilities.expand({rows, 1, 4}));  // [B, 1, 4]
+  EXPECT_TRUE(torch::equal(weights.sum(-1), torch::ones({rows, 1})));                        // one-hot rows
+  const auto frequencies = weights.mean(0).squeeze(0);
+  EXPECT_TRUE(torch::allclose(frequencies, probabilities, 0.0, 0.01)) << frequencies;
+  EXPECT_EQ(frequencies[3].item<float>(), 0.0f);
+}
+
+TEST(HardContextReader, ExpectationRowsReadAlphaWithItsGradient) {
+  torch::manual_seed(0);
+  const auto logits = torch::randn({2, 1, 5}, torch::requires_grad());
+  const auto alpha = torch::softmax(logits, -1);
+  // Four captions flagged, the batch has shrunk to its first two: row 0 samples, row 1 reads alpha.
+  const HardContextReader reader(true, torch::tensor({false, true, false, true}));
+  const auto weights = reader.weights(alpha);
+  EXPECT_EQ(weights[0].max().item<float>(), 1.0f);
+  EXPECT_TRUE(torch::equal(weights[1], alpha[1]));
+  (weights * torch::arange(5.0)).sum().backward();
+  // No gradient reaches alpha through a sampled choice; the expectation row's flows as in soft attention.
+  EXPECT_EQ(logits.grad()[0].abs().sum().item<float>(), 0.0f);
+  EXPECT_GT(logits.grad()[1].abs().sum().item<float>(), 0.0f);
+}
+
+TEST(HardContextReader, ContextIsTheChosenAnnotationExactly) {
+  torch::manual_seed(0);
+  AttentionOptions options;
+  options.annotation_dim = 6;
+  options.query_dim = 5;
+  options.dim = 4;
+  Attention attention = build_attention(options);
+  const auto annotations = torch::randn({3, 7, 6});
+  const auto step =
+      attention->forward(attention->remember(annotations), torch::randn({3, 5}), HardContextReader(true));
+  const auto chosen = step.weights.argmax(1);  // [B]
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_TRUE(torch::equal(step.context[b], annotations[b][chosen[b].item<int64_t>()])) << b;
+  }
+}
+
 }  // namespace
 }  // namespace saccade

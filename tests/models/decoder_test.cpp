@@ -310,7 +310,8 @@ TEST_F(DecoderTest, ValidationNamesTheKey) {
   EXPECT_EQ(message(options), "decoder.dropout must be in [0, 1), got 1.000000");
   options = small_options();
   options.attention_mode = AttentionMode::hard;
-  EXPECT_EQ(message(options), "decoder.attention.mode=hard is not implemented yet; use soft");
+  options.hard_expectation = 1.5;
+  EXPECT_EQ(message(options), "decoder.attention.hard_expectation must be in [0, 1], got 1.500000");
   options = small_options("multihead");
   options.attention_heads = 3;
   EXPECT_EQ(message(options).rfind("decoder.attention: The attention dim (8) must be divisible", 0), 0u);
@@ -338,6 +339,49 @@ TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
   } catch (const ConfigError& error) {
     EXPECT_EQ(std::string(error.what()).rfind("decoder.gate: Unknown gate 'sometimes'", 0), 0u)
         << error.what();
+  }
+}
+
+TEST_F(DecoderTest, HardAttentionReadsOneLocationPerSampledCaption) {
+  auto options = small_options();
+  options.attention_mode = AttentionMode::hard;
+  options.hard_expectation = 0.5;
+  AttentionLSTMDecoder decoder(options);
+  const auto batch = small_batch();
+  const auto out = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+  ASSERT_TRUE(out.weights.defined());
+  ASSERT_EQ(out.expectation_rows.sizes(), torch::IntArrayRef({3}));
+  for (int64_t b = 0; b < 3; ++b) {
+    const int64_t length = batch.lengths[b].item<int64_t>();
+    const auto real = out.weights[b].narrow(0, 0, length);  // [n, L]
+    if (out.expectation_rows[b].item<bool>()) {
+      EXPECT_TRUE(torch::equal(real, out.alphas[b].narrow(0, 0, length))) << b;
+    } else {
+      EXPECT_TRUE(torch::equal(std::get<0>(real.max(1)), torch::ones({length}))) << b;
+      EXPECT_TRUE(torch::equal(real.sum(1), torch::ones({length}))) << b;
+    }
+    EXPECT_EQ(out.weights[b].narrow(0, length, 4 - length).abs().sum().item<float>(), 0.0f) << b;
+  }
+}
+
+TEST_F(DecoderTest, HardAttentionDecodesTheMostLikelyLocationStepByStep) {
+  auto options = small_options();
+  options.attention_mode = AttentionMode::hard;
+  AttentionLSTMDecoder decoder(options);
+  decoder->eval();
+  const auto batch = small_batch();
+  const auto forward = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+  EXPECT_FALSE(forward.expectation_rows.defined());
+  auto state = decoder->init_state(batch.annotations);
+  for (int64_t t = 0; t < 4; ++t) {
+    const auto step = decoder->step(state, batch.tokens.select(1, t));
+    state = step.state;
+    for (int64_t b = 0; b < 3; ++b) {
+      if (t >= batch.lengths[b].item<int64_t>()) continue;
+      const int64_t peak = forward.alphas[b][t].argmax().item<int64_t>();
+      EXPECT_EQ(forward.weights[b][t][peak].item<float>(), 1.0f) << "b=" << b << " t=" << t;
+      EXPECT_LT(max_diff(step.logits[b], forward.logits[b][t]), 1e-5) << "b=" << b << " t=" << t;
+    }
   }
 }
 

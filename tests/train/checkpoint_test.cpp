@@ -40,6 +40,7 @@ TEST(Checkpoint, RoundTripsWeightsOptimizerAndState) {
   state.best_metric = 0.123456789012345;
   state.best_epoch = 2;
   state.epochs_without_improvement = 1;
+  state.reinforce_baseline = -12.345678901234567;
   const Vocabulary vocabulary({"red", "circle"});
   save_checkpoint(dir / "last", model, optimizer, state, vocabulary, "seed: 1\n");
 

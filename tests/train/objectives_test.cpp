@@ -1,4 +1,5 @@
-// The soft-attention objective against values worked out by hand.
+// The soft-attention objective against values worked out by hand; the hard-attention terms
+// against the exact gradient of an expectation and a hand-worked entropy.
 #include "train/objectives.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +77,71 @@ TEST(SoftAttentionLoss, ParsesReductionNames) {
   EXPECT_EQ(parse_xent_reduction("per_token"), XentReduction::per_token);
   EXPECT_EQ(to_string(XentReduction::per_caption), "per_caption");
   EXPECT_THROW(parse_xent_reduction("mean"), std::invalid_argument);
+}
+
+// One step over L=3 locations for B captions whose locations are sampled from softmax(logits).
+struct Sampled {
+  torch::Tensor logits;   // [3] requires grad
+  torch::Tensor alphas;   // [B, 1, 3]
+  torch::Tensor weights;  // [B, 1, 3] one-hot
+  torch::Tensor chosen;   // [B]
+};
+
+Sampled sample_locations(int64_t batch) {
+  Sampled s;
+  s.logits = torch::tensor({0.3, -0.5, 0.9}, torch::requires_grad());
+  s.alphas = torch::softmax(s.logits, 0).expand({batch, 1, 3});
+  s.chosen = torch::multinomial(torch::softmax(s.logits, 0).detach(), batch, true);  // [B]
+  s.weights = torch::one_hot(s.chosen, 3).to(torch::kFloat).view({batch, 1, 3});
+  return s;
+}
+
+TEST(HardAttentionTerms, ReinforceGradientEstimatesTheExpectedRewardsGradient) {
+  torch::manual_seed(0);
+  const int64_t batch = 200000;
+  const auto sampled = sample_locations(batch);
+  // Reward f(s) per location; the estimator is unbiased for any baseline.
+  const auto reward_of = torch::tensor({1.0, -2.0, 0.5});
+  const auto rewards = reward_of.index_select(0, sampled.chosen);  // [B]
+  HardAttentionOptions options;
+  options.reinforce_weight = 1.0;
+  options.entropy_weight = 0.0;
+  const auto terms = hard_attention_terms(
+      rewards, sampled.alphas, sampled.weights, {}, torch::ones({batch}, torch::kLong), 0.7, options);
+  terms.loss.backward();
+  // d/de_j sum_s alpha_s f_s = alpha_j (f_j - sum_s alpha_s f_s); the loss is its negative.
+  const auto alpha = torch::softmax(sampled.logits, 0).detach();
+  const auto exact = -(alpha * (reward_of - (alpha * reward_of).sum()));
+  EXPECT_TRUE(torch::allclose(sampled.logits.grad(), exact, 0.0, 0.015))
+      << sampled.logits.grad() << "\nexpected\n"
+      << exact;
+  ASSERT_TRUE(terms.reward.has_value());
+  EXPECT_NEAR(*terms.reward, (alpha * reward_of).sum().item<double>(), 0.01);
+}
+
+TEST(HardAttentionTerms, EntropyCountsRealStepsOnly) {
+  // Caption 0: one real step with alpha (1/2, 1/4, 1/4): H = 1.5 ln 2; its padded step is ignored.
+  const auto alphas = torch::tensor({{{0.5, 0.25, 0.25}, {1.0 / 3, 1.0 / 3, 1.0 / 3}}}, torch::kFloat);
+  const auto terms = hard_attention_terms(
+      torch::zeros({1}), alphas, alphas, torch::tensor({true}), torch::tensor({1}, torch::kLong), 0.0, {});
+  EXPECT_NEAR(terms.entropy.item<double>(), 1.5 * std::log(2.0), 1e-6);
+  EXPECT_NEAR(terms.loss.item<double>(), -0.002 * 1.5 * std::log(2.0), 1e-8);
+}
+
+TEST(HardAttentionTerms, ExpectationCaptionsAndAConstantRewardAddNothing) {
+  torch::manual_seed(1);
+  const auto sampled = sample_locations(8);
+  const auto lengths = torch::ones({8}, torch::kLong);
+  // Every caption read the expectation: no REINFORCE term, no reward for the baseline.
+  const auto all_expected = hard_attention_terms(
+      torch::randn({8}), sampled.alphas, sampled.alphas, torch::ones({8}, torch::kBool), lengths, 0.0, {});
+  EXPECT_EQ(all_expected.reinforce.item<double>(), 0.0);
+  EXPECT_FALSE(all_expected.reward.has_value());
+  // No baseline yet: the batch's mean reward is used, so equal rewards have zero advantage.
+  const auto first_step = hard_attention_terms(
+      torch::full({8}, -3.0), sampled.alphas, sampled.weights, {}, lengths, std::nullopt, {});
+  EXPECT_EQ(first_step.reinforce.item<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(*first_step.reward, -3.0);
 }
 
 }  // namespace

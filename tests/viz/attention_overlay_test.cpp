@@ -239,16 +239,38 @@ TEST(Figure, ImageFirstThenOneDarkenedPanelPerWord) {
   }
 }
 
-TEST(Figure, MultiheadMeanOrOneBlockPerHead) {
+// 16-pixel darkened panels of a 200-grey image with one word, "dot", on a 2x2 grid.
+std::pair<VizOptions, AttentionFigure> darkened_dot_figure(double floor) {
   VizOptions options = exact_options();
   options.mode = OverlayMode::darken;
-  options.darken_floor = 0.0;
+  options.darken_floor = floor;
   options.panel_size = 16;
   options.label_height = 8;
   AttentionFigure figure;
   figure.image = solid(16, 16, 200);
   figure.words = {"dot"};
   figure.grid = {2, 2};
+  return {options, figure};
+}
+
+TEST(Figure, HardAttentionFramesTheCellEachWordRead) {
+  auto [options, figure] = darkened_dot_figure(0.5);
+  figure.alphas = one_hot(2, 2, 1, 0).unsqueeze(0);  // [1, 4]: the bottom-left cell
+  figure.outline_read_cell = true;
+  const auto grid = render_attention_figure(figure, options);
+  const auto panel =
+      grid.slice(0, kPanelGap, kPanelGap + 16).slice(1, 2 * kPanelGap + 16, 2 * kPanelGap + 32);
+  // The darkened overlay (cell 200, rest 100) with a 2-pixel white frame inside rows 8..15,
+  // columns 0..7.
+  auto expected = solid(16, 16, 100);
+  auto cell = expected.slice(0, 8, 16).slice(1, 0, 8);
+  cell.fill_(255);
+  cell.slice(0, 2, 6).slice(1, 2, 6).fill_(200);
+  EXPECT_TRUE(torch::equal(panel, expected)) << panel.select(2, 0);
+}
+
+TEST(Figure, MultiheadMeanOrOneBlockPerHead) {
+  auto [options, figure] = darkened_dot_figure(0.0);
   // [1, 2, 4]: head 1 on cell (0, 0), head 2 on cell (1, 1); the mean is 0.5 on both, which
   // per-word scaling lifts to 1.
   figure.alphas = torch::stack({one_hot(2, 2, 0, 0), one_hot(2, 2, 1, 1)}).unsqueeze(0);
