@@ -246,6 +246,12 @@ std::string curves_section(const std::optional<MetricsTable>& metrics) {
       {"Training loss", "step", "loss"},
       {series_of(train, "step", "loss", "loss"), series_of(train, "step", "xent", "cross-entropy"),
        series_of(train, "step", "alpha_reg", "attention penalty")});
+  const auto reinforce = series_of(train, "step", "reinforce", "REINFORCE term");
+  if (!reinforce.points.empty()) {  // a hard-attention run
+    html += svg_line_chart(
+        {"Hard attention", "step", "value"},
+        {reinforce, series_of(train, "step", "attention_entropy", "attention entropy")});
+  }
   std::vector<ChartSeries> captions;
   for (const auto& metric : kCaptionMetrics) {
     if (std::string(metric.key) != "cider_d")

@@ -137,6 +137,29 @@ TEST(RunReport, HoldsMetricsCurvesSamplesAndConfigInline) {
   EXPECT_FALSE(contains(html, "href=\"http"));
   EXPECT_FALSE(contains(html, "<script"));
   EXPECT_FALSE(contains(html, "<link"));
+  EXPECT_FALSE(contains(html, "Hard attention"));  // a soft-attention run has no REINFORCE curves
+}
+
+TEST(RunReport, HardAttentionRunsChartTheirReinforceTerms) {
+  TempDir dir;
+  const auto run = dir / "run";
+  make_run_folder(run);
+  std::filesystem::remove(run / "metrics.csv");
+  {
+    MetricsCsv csv(run / "metrics.csv", {"kind", "epoch", "step", "loss", "reinforce", "attention_entropy"});
+    csv.write(
+        {{"kind", "train"},
+         {"epoch", "1"},
+         {"step", "10"},
+         {"loss", "3"},
+         {"reinforce", "-0.5"},
+         {"attention_entropy", "12.5"}});
+  }
+  write_run_report(run);
+  const std::string html = read_file(run / "report.html");
+  EXPECT_TRUE(contains(html, "Hard attention"));
+  EXPECT_TRUE(contains(html, "REINFORCE term"));
+  EXPECT_TRUE(contains(html, "attention entropy"));
 }
 
 TEST(RunReport, ShowsAFreshRunAndRejectsAFolderThatIsNoRun) {
