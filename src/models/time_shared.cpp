@@ -61,7 +61,7 @@ class StepGrad : public torch::autograd::Node {
     const auto& grad = grads[0];  // [n, M]
     torch::Tensor grad_x;
     if (should_compute_output(0))
-      grad_x = torch::mm(grad, steps_->weight.narrow(0, row_, width_).t());  // [n, k]
+      grad_x = steps_->packed.linear(grad, steps_->weight.narrow(0, row_, width_));  // [n, k] = g W[rows]^T
     if (should_compute_output(1)) steps_->grads[step_] = grad;
     return {grad_x, torch::empty({0}, grad.options())};
   }
@@ -112,7 +112,7 @@ TimeSharedWeight::TimeSharedWeight(const torch::Tensor& weight) : steps_(std::ma
 torch::Tensor TimeSharedWeight::multiply(const torch::Tensor& x, int64_t row) {
   const int64_t width = x.size(1);
   TORCH_CHECK(row >= 0 && row + width <= steps_->weight.size(0), "TimeSharedWeight: rows out of range");
-  auto y = packed_.linear(x.detach(), steps_->weight.narrow(0, row, width).t());  // [n, M]
+  auto y = steps_->packed.linear(x.detach(), steps_->weight.narrow(0, row, width).t());  // [n, M]
   if (torch::autograd::compute_requires_grad(x, token_)) {
     auto node = std::shared_ptr<StepGrad>(
         new StepGrad(steps_, steps_->grads.size(), row, width), torch::autograd::deleteNode);

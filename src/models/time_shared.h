@@ -44,6 +44,7 @@ class TimeSharedWeight {
     std::vector<torch::Tensor> inputs;  // x_t [n_t, k_t], detached
     std::vector<int64_t> rows;          // the first row of W that x_t multiplies
     std::vector<torch::Tensor> grads;   // g_t [n_t, M]; undefined until step t's backward ran
+    PackedWeights packed;               // W's blocks packed for the products of many rows
   };
 
  private:

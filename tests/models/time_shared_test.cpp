@@ -7,14 +7,15 @@
 namespace saccade {
 namespace {
 
-// Three steps with a shrinking row count (4, 4, 2), the way the decoder uses it; the outputs feed
-// a random linear loss. Returns the loss.
+// Three steps with a shrinking row count (x0's rows, again, then half), the way the decoder uses
+// it; the outputs feed a random linear loss. Returns the loss.
 torch::Tensor run_steps(
     const std::function<torch::Tensor(const torch::Tensor&)>& multiply, const torch::Tensor& x0) {
   torch::manual_seed(1);
   auto x = x0;
   torch::Tensor loss = torch::zeros({}, x0.options());
-  for (int64_t n : {4, 4, 2}) {
+  const int64_t rows = x0.size(0);
+  for (int64_t n : {rows, rows, rows / 2}) {
     const auto y = multiply(x.narrow(0, 0, n));  // [n, 5]
     loss = loss + (y * torch::randn(y.sizes(), y.options())).sum();
     x = torch::tanh(y.narrow(1, 0, 3));  // the next step's input depends on this one's output
@@ -37,6 +38,21 @@ TEST(TimeSharedWeight, MatchesPlainAutograd) {
   EXPECT_NEAR(deferred.item<double>(), plain.item<double>(), 1e-12);
   EXPECT_LT((deferred_grads[0] - plain_grads[0]).abs().max().item<double>(), 1e-12);
   EXPECT_LT((deferred_grads[1] - plain_grads[1]).abs().max().item<double>(), 1e-12);
+}
+
+TEST(TimeSharedWeight, ManyRowsOfFloatsMatchPlainAutograd) {
+  // 40 and 20 rows take the packed AVX-512 products where the CPU has them, forward and backward.
+  torch::manual_seed(0);
+  const auto weight = torch::randn({3, 5}).requires_grad_();
+  const auto x0 = torch::randn({40, 3}).requires_grad_();
+  const auto plain = run_steps([&](const torch::Tensor& x) { return torch::mm(x, weight); }, x0);
+  const auto plain_grads = torch::autograd::grad({plain}, {weight, x0});
+  TimeSharedWeight shared(weight);
+  const auto deferred = run_steps([&](const torch::Tensor& x) { return shared.multiply(x); }, x0);
+  const auto deferred_grads = torch::autograd::grad({deferred}, {weight, x0});
+  EXPECT_NEAR(deferred.item<double>(), plain.item<double>(), 1e-3);
+  EXPECT_LT((deferred_grads[0] - plain_grads[0]).abs().max().item<double>(), 1e-4);
+  EXPECT_LT((deferred_grads[1] - plain_grads[1]).abs().max().item<double>(), 1e-5);
 }
 
 TEST(TimeSharedWeight, StepsTheLossIgnoresGetNoGradient) {
