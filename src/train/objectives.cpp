@@ -18,6 +18,16 @@ std::string to_string(XentReduction reduction) {
   return reduction == XentReduction::per_caption ? "per_caption" : "per_token";
 }
 
+HardReward parse_hard_reward(const std::string& name) {
+  if (name == "per_word") return HardReward::per_word;
+  if (name == "per_caption") return HardReward::per_caption;
+  throw std::invalid_argument("train.hard.reward must be per_word or per_caption, got '" + name + "'");
+}
+
+std::string to_string(HardReward reward) {
+  return reward == HardReward::per_word ? "per_word" : "per_caption";
+}
+
 torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps) {
   const auto positions = torch::arange(steps, lengths.options()).unsqueeze(0);  // [1, T]
   return (positions < lengths.unsqueeze(1)).to(torch::kFloat);                  // [B, T]
@@ -83,7 +93,8 @@ HardAttentionTerms hard_attention_terms(
   terms.entropy = -masked_sum(alphas * log_alpha).mean();  // H[alpha] summed over steps
   const auto sampled = expectation_rows.defined() ? expectation_rows.logical_not()
                                                   : torch::ones({batch}, torch::kBool);  // [B]
-  const auto reward = caption_log_likelihood.detach().to(torch::kDouble);                // [B]
+  auto reward = caption_log_likelihood.detach().to(torch::kDouble);                      // [B]
+  if (options.reward == HardReward::per_word) reward = reward / lengths.to(torch::kDouble).clamp_min(1);
   const int64_t samples = sampled.sum().item<int64_t>();
   if (samples > 0) {
     terms.reward = reward.masked_select(sampled).mean().item<double>();

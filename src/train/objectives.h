@@ -7,7 +7,8 @@
 // Hard attention (Sec. 4.1, eq. 10-12): the locations s are sampled, and the gradient of the
 // variational bound L_s = sum_s p(s | a) log p(y | s, a) is estimated from one sample per caption:
 //     d log p(y | s~, a) + lambda_r (log p(y | s~, a) - b) d log p(s~ | a) + lambda_e d H[s~]
-// with b a moving average of log p(y | s~, a). The first term is the cross-entropy's gradient
+// with b a moving average of the reward log p(y | s~, a) (or, at the authors' code's scale, of its
+// mean per word: HardReward). The first term is the cross-entropy's gradient
 // (the context of the sampled locations); hard_attention_terms() gives the two others as a
 // surrogate loss whose gradient they are. Captions that read the expected context (the paper does
 // so for half of them) add no REINFORCE term, as their context is soft.
@@ -52,7 +53,16 @@ SoftAttentionLoss soft_attention_loss(
     double alpha_reg_weight,
     XentReduction reduction);
 
+// The reward R of a caption whose locations were sampled.
+enum class HardReward {
+  per_word,     // log p(y | s~, a) / words: the scale of the authors' code (mean cost per step)
+  per_caption,  // log p(y | s~, a): eq. 12 as the paper writes it
+};
+HardReward parse_hard_reward(const std::string& name);
+std::string to_string(HardReward reward);
+
 struct HardAttentionOptions {
+  HardReward reward = HardReward::per_word;
   double reinforce_weight = 0.1;  // lambda_r (the authors' code divides the reward by 10)
   double entropy_weight = 0.002;  // lambda_e (the authors' code)
   double baseline_decay = 0.9;    // b_k = decay * b_{k-1} + (1 - decay) * mean log p(y | s~, a)
@@ -62,10 +72,10 @@ struct HardAttentionTerms {
   torch::Tensor loss;            // [] reinforce - lambda_e * entropy: add it to what is minimized
   torch::Tensor reinforce;       // [] -lambda_r mean_b (R_b - b) log p(s~_b | a) over sampled captions
   torch::Tensor entropy;         // [] mean_b sum_t H[alpha_bt] over real steps (and heads)
-  std::optional<double> reward;  // mean log p(y | s~, a) of the sampled captions; none if none was
+  std::optional<double> reward;  // the sampled captions' mean reward R; none if none was sampled
 };
 
-// caption_log_likelihood [B] log p(y | s~, a) (used as a constant reward)
+// caption_log_likelihood [B] log p(y | s~, a), the reward's source (a constant for the gradient)
 // alphas  [B, T, L] or [B, T, heads, L]; weights: the same shape, one-hot where sampled
 // expectation_rows [B] bool or undefined; lengths [B]; baseline b (nullopt: the batch's own mean
 // reward, for the first step).

@@ -205,6 +205,7 @@ TrainOptions train_options_from(const Config& config) {
   options.lr_gamma = config.get<double>("train.lr_gamma");
   options.lr_plateau_patience = config.get<int64_t>("train.lr_plateau_patience");
   options.alpha_reg = config.get<double>("train.alpha_reg");
+  options.hard.reward = parse_hard_reward(config.get<std::string>("train.hard.reward"));
   options.hard.reinforce_weight = config.get<double>("train.hard.reinforce_weight");
   options.hard.entropy_weight = config.get<double>("train.hard.entropy_weight");
   options.hard.baseline_decay = config.get<double>("train.hard.baseline_decay");

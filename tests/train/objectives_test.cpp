@@ -119,6 +119,28 @@ TEST(HardAttentionTerms, ReinforceGradientEstimatesTheExpectedRewardsGradient) {
   EXPECT_NEAR(*terms.reward, (alpha * reward_of).sum().item<double>(), 0.01);
 }
 
+TEST(HardAttentionTerms, PerWordRewardDividesByTheCaptionsLength) {
+  torch::manual_seed(2);
+  const auto sampled = sample_locations(2);
+  const auto alphas = sampled.alphas.expand({2, 4, 3}), weights = sampled.weights.expand({2, 4, 3});
+  // log p(y | s, a) of -4 over 2 words and -8 over 4 words: -2 per word for both.
+  const auto log_likelihood = torch::tensor({-4.0, -8.0});
+  const auto lengths = torch::tensor({2, 4}, torch::kLong);
+  HardAttentionOptions options;
+  options.reward = HardReward::per_word;
+  const auto per_word =
+      hard_attention_terms(log_likelihood, alphas, weights, {}, lengths, std::nullopt, options);
+  EXPECT_DOUBLE_EQ(*per_word.reward, -2.0);
+  EXPECT_EQ(per_word.reinforce.item<double>(), 0.0);  // equal rewards, baseline = their mean
+  options.reward = HardReward::per_caption;
+  const auto per_caption =
+      hard_attention_terms(log_likelihood, alphas, weights, {}, lengths, std::nullopt, options);
+  EXPECT_DOUBLE_EQ(*per_caption.reward, -6.0);
+  EXPECT_NE(per_caption.reinforce.item<double>(), 0.0);
+  EXPECT_EQ(parse_hard_reward("per_caption"), HardReward::per_caption);
+  EXPECT_THROW(parse_hard_reward("per_token"), std::invalid_argument);
+}
+
 TEST(HardAttentionTerms, EntropyCountsRealStepsOnly) {
   // Caption 0: one real step with alpha (1/2, 1/4, 1/4): H = 1.5 ln 2; its padded step is ignored.
   const auto alphas = torch::tensor({{{0.5, 0.25, 0.25}, {1.0 / 3, 1.0 / 3, 1.0 / 3}}}, torch::kFloat);
