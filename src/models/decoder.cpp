@@ -71,7 +71,9 @@ DecoderOptions decoder_options_from(const Config& config) {
   options.attention_dim = config.get<int64_t>("decoder.attention.dim");
   options.attention_heads = config.get<int64_t>("decoder.attention.heads");
   options.attention_mode = parsed("decoder.attention.mode", parse_attention_mode);
-  options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
+  // Added with hard attention: the configs of runs saved before it (all soft) lack the key.
+  if (config.has("decoder.attention.hard_expectation"))
+    options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
   options.gate = parsed("decoder.gate", parse_gate);
   options.deep_output = config.get<bool>("decoder.deep_output");
   options.dropout = config.get<double>("decoder.dropout");
