@@ -223,12 +223,9 @@ int run_visualize(const Job& job) {
   validate(dataset);
   const PreparedDataset data = ensure_prepared(dataset, {split});
   const auto images = make_caption_dataset(data.split(split), run.vocabulary, dataset.vocabulary);
-  SearchOptions greedy;
-  greedy.max_length = run.search.max_length;
-  greedy.start_id = run.search.start_id;
-  greedy.end_id = run.search.end_id;
   const auto written = write_sample_overlays(
-      *run.model, run.vocabulary, *images, count, run.image, greedy, viz, run_dir / "samples");
+      *run.model, run.vocabulary, *images, count, run.image, greedy_options_of(run.search), viz,
+      run_dir / "samples");
   for (const auto& overlay : written) {
     std::cout << overlay.file.string() << "\t" << overlay.caption << "\n";
   }

@@ -73,6 +73,15 @@ BeamOptions beam_options_from(const Config& config) {
   options.min_length = config.get<int64_t>("decode.min_length");
   options.length_penalty = config.get<double>("decode.length_penalty");
   options.block_unk = config.get<bool>("decode.block_unk");
+  // Added with hard attention: the decode sections saved with older runs lack it.
+  if (config.has("decode.hard_read")) {
+    const auto read = config.get<std::string>("decode.hard_read");
+    try {
+      options.hard_read = parse_hard_read(read);
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError(std::string("decode.hard_read: ") + error.what());
+    }
+  }
   return options;
 }
 
@@ -122,7 +131,7 @@ std::vector<DecodedCaption> beam_search(
   std::vector<std::vector<Finished>> finished(batch);
   std::vector<char> done(batch, 0);
   for (int64_t t = 0; t <= options.max_length; ++t) {
-    DecoderStep step = decoder.step(state, previous);
+    DecoderStep step = decoder.step(state, previous, options.hard_read);
     auto log_probs = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B*K, V]
     if (options.block_unk) log_probs.select(1, options.unk_id).fill_(kNegInf);
     if (t < options.min_length) log_probs.select(1, options.end_id).fill_(kNegInf);
@@ -220,14 +229,19 @@ std::vector<DecodedCaption> BeamSearch::search(
   return beam_search(decoder, annotations, options_);
 }
 
+SearchOptions greedy_options_of(const BeamOptions& options) {
+  SearchOptions greedy;
+  greedy.max_length = options.max_length;
+  greedy.start_id = options.start_id;
+  greedy.end_id = options.end_id;
+  greedy.hard_read = options.hard_read;
+  return greedy;
+}
+
 std::unique_ptr<CaptionSearch> make_caption_search(const BeamOptions& options) {
   validate(options);
   if (options.beam_size == 1 && options.min_length == 0 && !options.block_unk) {
-    SearchOptions greedy;
-    greedy.max_length = options.max_length;
-    greedy.start_id = options.start_id;
-    greedy.end_id = options.end_id;
-    return std::make_unique<GreedySearch>(greedy);
+    return std::make_unique<GreedySearch>(greedy_options_of(options));
   }
   return std::make_unique<BeamSearch>(options);
 }

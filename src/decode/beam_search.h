@@ -54,13 +54,14 @@ struct BeamOptions {
   double length_penalty = 0.0;
   // Never emit <unk> (its probability is set to 0 before the choice).
   bool block_unk = false;
-  int64_t start_id = 1;  // the <start> token fed first (Vocabulary::kStart)
-  int64_t end_id = 2;    // the token that finishes a caption (Vocabulary::kEnd)
-  int64_t unk_id = 3;    // the token block_unk forbids (Vocabulary::kUnk)
+  int64_t start_id = 1;                   // the <start> token fed first (Vocabulary::kStart)
+  int64_t end_id = 2;                     // the token that finishes a caption (Vocabulary::kEnd)
+  int64_t unk_id = 3;                     // the token block_unk forbids (Vocabulary::kUnk)
+  HardRead hard_read = HardRead::argmax;  // hard-attention decoders: the context each step reads
 };
 
-// Reads decode.{beam_size, max_length, min_length, length_penalty, block_unk}; the token ids keep
-// their defaults (the Vocabulary's). Throws ConfigError for a missing or ill-typed key.
+// Reads decode.{beam_size, max_length, min_length, length_penalty, block_unk, hard_read}; the
+// token ids keep their defaults (the Vocabulary's). Throws ConfigError for a missing or ill-typed key.
 BeamOptions beam_options_from(const Config& config);
 
 // Throws std::invalid_argument, one sentence per broken rule: beam_size >= 1, max_length >= 1,
@@ -111,5 +112,8 @@ class BeamSearch : public CaptionSearch {
 // block_unk off; the length penalty does not matter with one hypothesis), BeamSearch otherwise.
 // Validates the options.
 std::unique_ptr<CaptionSearch> make_caption_search(const BeamOptions& options);
+
+// The greedy search's share of `options`: lengths, special tokens, hard-attention read.
+SearchOptions greedy_options_of(const BeamOptions& options);
 
 }  // namespace saccade

@@ -31,7 +31,7 @@ std::vector<DecodedCaption> greedy_search(
   auto finished = torch::zeros({batch}, torch::kBool);                   // [B]
   // One step more than max_length words leaves room for the <end> after the last word.
   for (int64_t t = 0; t <= options.max_length; ++t) {
-    DecoderStep step = decoder.step(state, previous);
+    DecoderStep step = decoder.step(state, previous, options.hard_read);
     const auto scores = torch::log_softmax(step.logits, 1);  // [B, V]
     auto [best, word] = scores.max(1);                       // [B], [B]
     words.push_back(word);

@@ -18,9 +18,10 @@
 namespace saccade {
 
 struct SearchOptions {
-  int64_t max_length = 20;  // words per caption at most, <end> not counted
-  int64_t start_id = 1;     // the <start> token fed first (Vocabulary::kStart)
-  int64_t end_id = 2;       // the token that finishes a caption (Vocabulary::kEnd)
+  int64_t max_length = 20;                // words per caption at most, <end> not counted
+  int64_t start_id = 1;                   // the <start> token fed first (Vocabulary::kStart)
+  int64_t end_id = 2;                     // the token that finishes a caption (Vocabulary::kEnd)
+  HardRead hard_read = HardRead::argmax;  // hard-attention decoders: the context each step reads
 };
 
 // Throws std::invalid_argument: max_length >= 1, start_id != end_id, both >= 0.

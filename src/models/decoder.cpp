@@ -44,6 +44,16 @@ AttentionMode parse_attention_mode(const std::string& name) {
   throw std::invalid_argument("Unknown attention mode '" + name + "'; expected soft or hard");
 }
 
+std::string to_string(HardRead read) {
+  return read == HardRead::argmax ? "argmax" : "expectation";
+}
+
+HardRead parse_hard_read(const std::string& name) {
+  if (name == "argmax") return HardRead::argmax;
+  if (name == "expectation") return HardRead::expectation;
+  throw std::invalid_argument("Unknown hard-attention read '" + name + "'; expected argmax or expectation");
+}
+
 AttentionOptions DecoderOptions::attention() const {
   AttentionOptions options;
   options.kind = attention_kind;
@@ -361,7 +371,8 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   return output;
 }
 
-DecoderStep AttentionLSTMDecoderImpl::step(const DecoderState& state, const torch::Tensor& prev_tokens) {
+DecoderStep AttentionLSTMDecoderImpl::step(
+    const DecoderState& state, const torch::Tensor& prev_tokens, HardRead read) {
   if (prev_tokens.dim() != 1 || prev_tokens.size(0) != state.h.size(0)) {
     throw std::invalid_argument(
         "step expects previous tokens [" + std::to_string(state.h.size(0)) + "], got " +
@@ -371,7 +382,8 @@ DecoderStep AttentionLSTMDecoderImpl::step(const DecoderState& state, const torc
   const auto emb = embedding(prev_tokens);                           // [B, E]
   const auto x_gates = w.input_weight.multiply(emb) + w.input_bias;  // [B, 4H]
   const HardContextReader hard_reader(is_training());
-  const bool hard = options_.attention_mode == AttentionMode::hard;
+  const bool hard =
+      options_.attention_mode == AttentionMode::hard && (is_training() || read == HardRead::argmax);
   auto out = cell(
       w, state.memory, x_gates, state.h, state.c,
       hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader());

@@ -71,6 +71,15 @@ std::string to_string(AttentionMode mode);
 // "soft" | "hard"; throws std::invalid_argument naming the value otherwise.
 AttentionMode parse_attention_mode(const std::string& name);
 
+// How a hard-attention decoder reads the context when decoding (soft decoders ignore it).
+enum class HardRead {
+  argmax,       // the annotation at alpha's most likely location: the cell the model chose
+  expectation,  // sum_i alpha_i a_i, as the expectation captions of training read it
+};
+std::string to_string(HardRead read);
+// "argmax" | "expectation"; throws std::invalid_argument naming the value otherwise.
+HardRead parse_hard_read(const std::string& name);
+
 struct DecoderOptions {
   // V: vocabulary size, including the special tokens. Comes from the data at run time, never from
   // the config; 0 = not set yet (validate rejects it).
@@ -172,8 +181,10 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
   DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {});
 
   // One step from `state` given the previous words [B] (int64; <start> first). The same code as
-  // forward: feeding forward's tokens one by one reproduces its logits and alphas.
-  DecoderStep step(const DecoderState& state, const torch::Tensor& prev_tokens);
+  // forward: feeding forward's tokens one by one reproduces its logits and alphas. `read` applies
+  // to hard attention outside training.
+  DecoderStep step(
+      const DecoderState& state, const torch::Tensor& prev_tokens, HardRead read = HardRead::argmax);
 
   torch::nn::Embedding embedding{nullptr};
   torch::nn::Linear init_h{nullptr}, init_c{nullptr};

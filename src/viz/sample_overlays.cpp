@@ -37,11 +37,7 @@ std::vector<DecodedCaption> caption_images(
   if (search.beam_size > 1) {
     captions = beam_search(*model.decoder, annotations, search);
   } else {
-    SearchOptions greedy;
-    greedy.max_length = search.max_length;
-    greedy.start_id = search.start_id;
-    greedy.end_id = search.end_id;
-    captions = greedy_search(*model.decoder, annotations, greedy);
+    captions = greedy_search(*model.decoder, annotations, greedy_options_of(search));
   }
   if (was_training) model.train();
   return captions;

@@ -243,6 +243,17 @@ TEST(BeamOptions, ReadsTheDecodeKeys) {
   EXPECT_EQ(options.min_length, 2);
   EXPECT_DOUBLE_EQ(options.length_penalty, 0.7);
   EXPECT_TRUE(options.block_unk);
+  // A decode section saved before hard attention existed: the default read.
+  EXPECT_EQ(options.hard_read, HardRead::argmax);
+  const Config hard(
+      YAML::Load("decode: {beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, block_unk: false, "
+                 "hard_read: expectation}"));
+  EXPECT_EQ(beam_options_from(hard).hard_read, HardRead::expectation);
+  EXPECT_EQ(greedy_options_of(beam_options_from(hard)).hard_read, HardRead::expectation);
+  const Config bad(
+      YAML::Load("decode: {beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, block_unk: false, "
+                 "hard_read: sample}"));
+  EXPECT_THROW(beam_options_from(bad), ConfigError);
 }
 
 TEST(BeamOptions, RejectsBadValues) {

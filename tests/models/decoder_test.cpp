@@ -320,6 +320,30 @@ TEST_F(DecoderTest, ValidationNamesTheKey) {
   EXPECT_EQ(parse_attention_mode("soft"), AttentionMode::soft);
 }
 
+TEST_F(DecoderTest, HardAttentionCanDecodeWithTheExpectedContext) {
+  auto options = small_options();
+  AttentionLSTMDecoder soft(options);
+  options.attention_mode = AttentionMode::hard;
+  AttentionLSTMDecoder hard(options);
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = soft->named_parameters();
+    for (auto& item : hard->named_parameters()) item.value().copy_(source[item.key()]);
+  }
+  soft->eval();
+  hard->eval();
+  const auto batch = small_batch();
+  const auto tokens = batch.tokens.select(1, 0);
+  const auto expected = hard->step(hard->init_state(batch.annotations), tokens, HardRead::expectation);
+  const auto reference = soft->step(soft->init_state(batch.annotations), tokens);
+  EXPECT_TRUE(torch::equal(expected.logits, reference.logits));
+  // The default reads the chosen cell: another context, other scores.
+  const auto chosen = hard->step(hard->init_state(batch.annotations), tokens);
+  EXPECT_FALSE(torch::equal(chosen.logits, reference.logits));
+  EXPECT_EQ(parse_hard_read("expectation"), HardRead::expectation);
+  EXPECT_THROW(parse_hard_read("sample"), std::invalid_argument);
+}
+
 // The group file declares every key decoder_options_from reads, with the paper's defaults.
 TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
   YAML::Node root;
