@@ -44,6 +44,18 @@ class Config {
   template <typename T>
   std::optional<T> get_optional(const std::string& key) const;
 
+  // The string at `key` through `parse` (an enum's parse_* function): a std::invalid_argument
+  // from `parse` becomes a ConfigError prefixed with the key ("decoder.gate: Unknown gate ...").
+  template <typename Parse>
+  auto get_parsed(const std::string& key, Parse parse) const {
+    const auto value = get<std::string>(key);
+    try {
+      return parse(value);
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError(key + ": " + error.what());
+    }
+  }
+
   // Whether the path exists (with any value, including null and `???`).
   bool has(const std::string& key) const;
 

@@ -74,14 +74,8 @@ BeamOptions beam_options_from(const Config& config) {
   options.length_penalty = config.get<double>("decode.length_penalty");
   options.block_unk = config.get<bool>("decode.block_unk");
   // Added with hard attention: the decode sections saved with older runs lack it.
-  if (config.has("decode.hard_read")) {
-    const auto read = config.get<std::string>("decode.hard_read");
-    try {
-      options.hard_read = parse_hard_read(read);
-    } catch (const std::invalid_argument& error) {
-      throw ConfigError(std::string("decode.hard_read: ") + error.what());
-    }
-  }
+  if (config.has("decode.hard_read"))
+    options.hard_read = config.get_parsed("decode.hard_read", parse_hard_read);
   return options;
 }
 

@@ -65,26 +65,17 @@ AttentionOptions DecoderOptions::attention() const {
 }
 
 DecoderOptions decoder_options_from(const Config& config) {
-  // Enum values are parsed here so a bad one names its key.
-  const auto parsed = [&](const std::string& key, auto parse) {
-    const auto value = config.get<std::string>(key);
-    try {
-      return parse(value);
-    } catch (const std::invalid_argument& error) {
-      throw ConfigError(key + ": " + error.what());
-    }
-  };
   DecoderOptions options;
   options.embed_dim = config.get<int64_t>("decoder.embed_dim");
   options.hidden_dim = config.get<int64_t>("decoder.hidden_dim");
   options.attention_kind = config.get<std::string>("decoder.attention.kind");
   options.attention_dim = config.get<int64_t>("decoder.attention.dim");
   options.attention_heads = config.get<int64_t>("decoder.attention.heads");
-  options.attention_mode = parsed("decoder.attention.mode", parse_attention_mode);
+  options.attention_mode = config.get_parsed("decoder.attention.mode", parse_attention_mode);
   // Added with hard attention: the configs of runs saved before it (all soft) lack the key.
   if (config.has("decoder.attention.hard_expectation"))
     options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
-  options.gate = parsed("decoder.gate", parse_gate);
+  options.gate = config.get_parsed("decoder.gate", parse_gate);
   options.deep_output = config.get<bool>("decoder.deep_output");
   options.dropout = config.get<double>("decoder.dropout");
   return options;

@@ -138,17 +138,22 @@ Kernel kernel_for(FewRowsIsa isa, int64_t rows) {
 #endif
 
 bool takes_fast_path(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  const bool needs_grad = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                                         (bias.defined() && bias.requires_grad()));
-  return !needs_grad && x.dim() == 2 && weight.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kMaxRows &&
-         x.size(1) == weight.size(1) && x.scalar_type() == torch::kFloat &&
-         weight.scalar_type() == torch::kFloat && x.device().is_cpu() && weight.device().is_cpu() &&
+  return !linear_needs_gradient(x, weight, bias) && x.dim() == 2 && weight.dim() == 2 && x.size(0) >= 1 &&
+         x.size(0) <= kMaxRows && x.size(1) == weight.size(1) && is_cpu_float(x) && is_cpu_float(weight) &&
          weight.stride(1) == 1 &&
-         (!bias.defined() || (bias.scalar_type() == torch::kFloat && bias.dim() == 1 &&
-                              bias.size(0) == weight.size(0) && bias.device().is_cpu()));
+         (!bias.defined() || (is_cpu_float(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0)));
 }
 
 }  // namespace
+
+bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  return at::GradMode::is_enabled() &&
+         (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+}
+
+bool is_cpu_float(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kFloat && t.device().is_cpu();
+}
 
 FewRowsIsa best_few_rows_isa() {
 #if defined(__x86_64__)

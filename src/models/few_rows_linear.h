@@ -26,6 +26,13 @@ inline constexpr int64_t kFewRows = 6;
 // PackedWeights (packed_linear.h), which picks between them.
 inline constexpr int64_t kMaxRows = 16;
 
+// Whether x W^T + b must record autograd history (grad mode is on and an operand requires grad):
+// the hand-written kernels here and in packed_linear.h run only when it need not.
+bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
+// Whether `t` is float32 on the CPU, the only tensors those kernels take.
+bool is_cpu_float(const torch::Tensor& t);
+
 // The instruction sets the kernel is written for; none = always torch::linear.
 enum class FewRowsIsa { none, avx2, avx512 };
 

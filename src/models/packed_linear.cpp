@@ -3,7 +3,6 @@
 #include "models/packed_linear.h"
 
 #include <ATen/Parallel.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 #include <torch/nn/functional/linear.h>
 
@@ -87,10 +86,6 @@ PanelKernel panel_kernel_for(int64_t rows) {
 }
 
 #endif
-
-bool is_cpu_float(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kFloat && t.device().is_cpu();
-}
 
 }  // namespace
 
@@ -191,11 +186,10 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x) const {
 
 torch::Tensor PackedWeights::linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  const bool needs_grad = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                                         (bias.defined() && bias.requires_grad()));
-  const bool packable = !needs_grad && PackedWeight::supported() && x.dim() == 2 && weight.dim() == 2 &&
-                        x.size(0) > kMaxRows && x.size(1) == weight.size(1) && is_cpu_float(x) &&
-                        is_cpu_float(weight) && (!bias.defined() || is_cpu_float(bias));
+  const bool packable = !linear_needs_gradient(x, weight, bias) && PackedWeight::supported() &&
+                        x.dim() == 2 && weight.dim() == 2 && x.size(0) > kMaxRows &&
+                        x.size(1) == weight.size(1) && is_cpu_float(x) && is_cpu_float(weight) &&
+                        (!bias.defined() || is_cpu_float(bias));
   if (!packable) return few_rows_linear(x, weight, bias);
   const Key key{weight.data_ptr(), weight.size(0),   weight.size(1),
                 weight.stride(0),  weight.stride(1), bias.defined() ? bias.data_ptr() : nullptr};
