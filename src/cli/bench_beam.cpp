@@ -14,7 +14,7 @@
 
 #include "cli/bench.h"
 #include "cli/runtime.h"
-#include "decode/beam_search.h"
+#include "decode/search.h"
 #include "models/decoder.h"
 
 namespace saccade::cli {
@@ -64,7 +64,7 @@ int bench_beam(const Job&) {
       "%-10s %18.1f %22.1f\n", greedy.describe().c_str(), ms_per_image(greedy, *decoder, single, 5),
       ms_per_image(greedy, *decoder, batched, 3));
   for (int64_t beam_size : {1, 3, 5}) {
-    BeamOptions options;
+    SearchOptions options;
     options.beam_size = beam_size;
     options.max_length = kMaxLength;
     const BeamSearch beam(options);
@@ -72,7 +72,7 @@ int bench_beam(const Job&) {
         "%-10s %18.1f %22.1f\n", beam.describe().c_str(), ms_per_image(beam, *decoder, single, 5),
         ms_per_image(beam, *decoder, batched, 3));
   }
-  BeamOptions beam5;
+  SearchOptions beam5;
   beam5.beam_size = 5;
   beam5.max_length = kMaxLength;
   print_op_profile(

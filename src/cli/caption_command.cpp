@@ -1,75 +1,29 @@
 // `saccade caption` and `saccade visualize`: apply a trained run's best checkpoint to images and
 // draw where each word looked.
 //
-// Both rebuild the model from the run's own checkpoints/best/config.yaml (architecture and image
-// preprocessing) and vocab.json, so they work whatever the repository's configs say now.
-// caption: greedy search, or beam search with --beam K > 1 (the run's decode.* for the rest);
-// every file given (folders expanded to their image files, sorted) is captioned;
+// Both load the run once (decode/trained_run.h): its config over today's defaults, so they work
+// whatever the repository's configs say now, with visualize's overrides on top. The search is
+// the run's decode.* with --beam K as the beam size (default 1, greedy).
+// caption: every file given (folders expanded to their image files, sorted) is captioned;
 // `file<TAB>caption` per image on stdout (or one JSON array with --json), one overlay grid PNG
 // per image in --out. A file that cannot be read is reported on stderr and the others still
 // run; the exit code is then 1.
 // visualize: the first n images of a split of the run's dataset, with their references, into
 // <run>/samples/.
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <iostream>
 #include <set>
 #include <stdexcept>
 
 #include "cli/command.h"
-#include "data/prepare.h"
+#include "decode/decode_split.h"
+#include "decode/trained_run.h"
 #include "io/json.h"
 #include "io/log.h"
-#include "train/checkpoint.h"
 #include "viz/sample_overlays.h"
 
 namespace saccade::cli {
 namespace {
-
-// A trained model ready to caption, with what it was trained under.
-struct TrainedRun {
-  Config config;  // the run's resolved config
-  Captioner model{nullptr};
-  Vocabulary vocabulary;
-  ImageOptions image;
-  // The run's decode.* when its config has them; otherwise greedy with train.max_length.
-  BeamOptions search;
-};
-
-// Loads <run>/checkpoints/best. Throws std::runtime_error, one line, for a missing checkpoint or
-// one whose weights do not fit its config.yaml and vocab.json.
-TrainedRun load_trained_run(const std::filesystem::path& run_dir) {
-  const std::filesystem::path best = run_dir / "checkpoints" / "best";
-  check_checkpoint(best);
-  TrainedRun run;
-  try {
-    run.config = Config(YAML::LoadFile((best / "config.yaml").string()));
-    EncoderOptions encoder = encoder_options_from(run.config);
-    encoder.weights.reset();  // the checkpoint holds every weight
-    validate(encoder);
-    run.image = image_options_from(run.config);
-    validate(run.image);
-    run.vocabulary = load_checkpoint_vocabulary(best);
-    run.model = build_captioner(encoder, decoder_options_from(run.config), run.vocabulary.size());
-    load_checkpoint(best, *run.model, nullptr);
-    if (run.config.has("decode")) {
-      run.search = beam_options_from(run.config);
-    } else {
-      run.search.beam_size = 1;
-      run.search.max_length = run.config.get<int64_t>("train.max_length");
-    }
-  } catch (const std::exception& error) {
-    const std::string message = error.what();
-    throw std::runtime_error(
-        "The checkpoint " + best.string() +
-        " does not match its config.yaml and vocab.json: " + message.substr(0, message.find('\n')));
-  }
-  run.search.start_id = Vocabulary::kStart;
-  run.search.end_id = Vocabulary::kEnd;
-  run.model->eval();
-  return run;
-}
 
 std::filesystem::path required_run(const Invocation& invocation) {
   if (!invocation.has_flag("--run")) {
@@ -146,8 +100,17 @@ Json tensor_json(const torch::Tensor& tensor) {
   return Json(std::move(items));
 }
 
-VizOptions viz_options_or_defaults(const Config& config) {
-  VizOptions options = config.has("viz") ? viz_options_from(config) : VizOptions{};
+// The run's search with --beam K (default 1) as the beam size.
+SearchOptions search_with_beam_flag(const TrainedRun& run, const Invocation& invocation) {
+  SearchOptions search = run.search;
+  search.beam_size = positive_flag(invocation, "--beam", "1");
+  validate(search);
+  return search;
+}
+
+// The run's viz.* (with the overrides given).
+VizOptions viz_options_of(const TrainedRun& run) {
+  VizOptions options = viz_options_from(run.config);
   validate(options);
   return options;
 }
@@ -157,15 +120,13 @@ VizOptions viz_options_or_defaults(const Config& config) {
 int run_caption(const Job& job) {
   const Invocation& invocation = *job.invocation;
   const std::filesystem::path run_dir = required_run(invocation);
-  const int64_t beam_size = positive_flag(invocation, "--beam", "1");
   if (invocation.positional.empty()) {
     throw std::invalid_argument("saccade caption needs images or folders to caption");
   }
   const bool json = invocation.has_flag("--json");
-  TrainedRun run = load_trained_run(run_dir);
-  run.search.beam_size = beam_size;
-  validate(run.search);
-  const VizOptions viz = viz_options_or_defaults(run.config);
+  TrainedRun run = load_trained_run(run_dir, job.request());
+  const SearchOptions search = search_with_beam_flag(run, invocation);
+  const VizOptions viz = viz_options_of(run);
   const std::filesystem::path out_dir = invocation.flag("--out", (run_dir / "captions").string());
   std::filesystem::create_directories(out_dir);
 
@@ -174,9 +135,10 @@ int run_caption(const Job& job) {
   int failed = 0;
   for (const auto& file : expand_inputs(invocation.positional)) {
     try {
-      const torch::Tensor crop = resize_and_crop(decode_image(file), run.image);  // uint8 [crop, crop, 3]
+      const torch::Tensor crop =
+          resize_and_crop(decode_image(file), run.dataset.image);  // uint8 [crop, crop, 3]
       const DecodedCaption caption =
-          caption_images(*run.model, crop.unsqueeze(0), run.image, run.search).front();
+          caption_images(*run.model, crop.unsqueeze(0), run.dataset.image, search).front();
       const std::string text = join_words(run.vocabulary.decode(caption.tokens));
       const auto figure = make_attention_figure(*run.model, crop, caption, run.vocabulary, {text});
       const std::filesystem::path overlay = overlay_path(out_dir, file, used_names);
@@ -215,17 +177,14 @@ int run_visualize(const Job& job) {
   const std::filesystem::path run_dir = required_run(invocation);
   const Split split = parse_split(invocation.flag("--split", "test"));
   const int64_t count = positive_flag(invocation, "--n", "16");
-  const VizOptions viz = viz_options_from(job.composition.config);
-  validate(viz);
-  TrainedRun run = load_trained_run(run_dir);
+  TrainedRun run = load_trained_run(run_dir, job.request());
+  const SearchOptions search = search_with_beam_flag(run, invocation);
+  const VizOptions viz = viz_options_of(run);
 
-  DatasetOptions dataset = dataset_options_from(run.config);
-  validate(dataset);
-  const PreparedDataset data = ensure_prepared(dataset, {split});
-  const auto images = make_caption_dataset(data.split(split), run.vocabulary, dataset.vocabulary);
+  const PreparedDataset data = ensure_prepared(run.dataset, {split});
+  const auto images = make_caption_dataset(data.split(split), run.vocabulary, run.dataset.vocabulary);
   const auto written = write_sample_overlays(
-      *run.model, run.vocabulary, *images, count, run.image, greedy_options_of(run.search), viz,
-      run_dir / "samples");
+      *run.model, run.vocabulary, *images, count, run.dataset.image, search, viz, run_dir / "samples");
   for (const auto& overlay : written) {
     std::cout << overlay.file.string() << "\t" << overlay.caption << "\n";
   }

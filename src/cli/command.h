@@ -58,6 +58,9 @@ struct Job {
   std::vector<std::string> overrides;  // this job's overrides (a multirun job's own values)
   int number = 0;                      // job number within a multirun, 0 for a single run
   std::filesystem::path run_dir;       // empty unless the command creates run folders
+
+  // The invocation's config folder and name with this job's overrides (for load_trained_run).
+  ComposeRequest request() const;
 };
 
 // Every command saccade knows, in `--help` order.

@@ -8,6 +8,12 @@ std::string Invocation::flag(const std::string& name, const std::string& fallbac
   return it == flags.end() ? fallback : it->second;
 }
 
+ComposeRequest Job::request() const {
+  ComposeRequest request = invocation->request;
+  request.overrides = overrides;
+  return request;
+}
+
 const std::vector<CommandSpec>& commands() {
   static const std::vector<CommandSpec> table = {
       {"train",
@@ -22,8 +28,8 @@ const std::vector<CommandSpec>& commands() {
        run_train},
       {"eval",
        "Decode a split with a trained run's best checkpoint and score it.",
-       "Loads <run>/checkpoints/best with the run's own config.yaml, decodes the split with decode.*\n"
-       "(beam search; overrides apply), writes <run>/results/<split>.json (COCO results) and\n"
+       "Loads <run>/checkpoints/best with the run's config.yaml over today's defaults, decodes the split\n"
+       "with decode.* (overrides apply), writes <run>/results/<split>.json (COCO results) and\n"
        "<split>_scores.json, and prints the scores. Example: saccade eval --run DIR decode.beam_size=5",
        {{"--run", "DIR", "the training run folder whose checkpoints/best to evaluate"},
         {"--split", "NAME", "train | val | test (default test)"}},
@@ -57,10 +63,13 @@ const std::vector<CommandSpec>& commands() {
        true},
       {"visualize",
        "Draw attention overlays for dataset images with their references.",
-       "Writes overlay grids for n images of a split, with the references beside the caption.",
+       "Writes overlay grids for n images of a split into <run>/samples/, with the references beside\n"
+       "the caption; decode.* overrides apply (greedy unless --beam). Example:\n"
+       "saccade visualize --run DIR --n 8 decode.hard_read=expectation",
        {{"--run", "DIR", "the run folder whose best checkpoint to use"},
         {"--split", "NAME", "train, val or test (default test)"},
-        {"--n", "COUNT", "how many images (default 16)"}},
+        {"--n", "COUNT", "how many images (default 16)"},
+        {"--beam", "K", "beam size (default 1: greedy)"}},
        true,
        false,
        false,

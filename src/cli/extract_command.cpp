@@ -1,7 +1,7 @@
 // `saccade extract`: runs the configured encoder over images once and stores the grids.
 //
 //   saccade extract encoder=resnet101 encoder.weights=r101.safetensors dataset=coco
-//       -> every split's annotations as an f16 feature cache (models/feature_cache.h) in
+//       -> every split's annotations as an f16 feature cache (data/feature_cache.h) in
 //          --out DIR or <dataset.cache_dir>/features/<encoder.name>/<split>/
 //   saccade extract --images photos/ --out grids.safetensors encoder=vgg19 encoder.weights=...
 //       -> one f32 tensor [D, H', W'] per image, keyed by file name, in one safetensors file
@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "data/feature_cache.h"
 #include "data/image_pipeline.h"
 #include "data/prepare.h"
 #include "io/log.h"
 #include "io/progress.h"
 #include "io/safetensors.h"
 #include "models/encoder.h"
-#include "models/feature_cache.h"
 
 namespace saccade::cli {
 namespace {
@@ -90,9 +90,7 @@ int extract_images(const Job& job, const EncoderOptions& encoder_options, const 
   const std::string out = invocation.flag("--out");
   if (out.empty()) throw std::invalid_argument("saccade extract --images needs --out FILE.safetensors");
   const Config& cfg = job.composition.config;
-  const bool skip_bad =
-      cfg.has("data.on_bad_image") &&
-      parse_bad_image_policy(cfg.get<std::string>("data.on_bad_image")) == BadImagePolicy::skip;
+  const bool skip_bad = cfg.get_parsed("data.on_bad_image", parse_bad_image_policy) == BadImagePolicy::skip;
 
   const std::vector<std::filesystem::path> paths = collect_images(arguments);
   std::map<std::string, std::filesystem::path> by_name;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "cli/command.h"
 #include "cli/runtime.h"
 #include "config/config.h"
@@ -56,8 +57,7 @@ void print_global_help(std::ostream& out) {
   for (const char* group : kGroups) {
     std::string options;
     try {
-      for (const auto& option : group_options(config_dir, group))
-        options += (options.empty() ? "" : ", ") + option;
+      options = join(group_options(config_dir, group), ", ");
     } catch (const std::exception&) {
       options = "(none)";
     }
@@ -90,9 +90,10 @@ const CommandSpec& find_command(const std::string& name) {
   for (const auto& command : commands()) {
     if (command.name == name) return command;
   }
-  std::string known;
-  for (const auto& command : commands()) known += (known.empty() ? "" : ", ") + command.name;
-  throw ConfigError("Unknown command '" + name + "'. Commands: " + known + " (see saccade --help)");
+  std::vector<std::string> known;
+  for (const auto& command : commands()) known.push_back(command.name);
+  throw ConfigError(
+      "Unknown command '" + name + "'. Commands: " + join(known, ", ") + " (see saccade --help)");
 }
 
 const FlagSpec* find_flag(const CommandSpec& command, const std::string& name) {
@@ -237,12 +238,7 @@ int run_jobs(const Invocation& invocation, Action action) {
       create_run_folder(
           job.run_dir, job.composition, RunRecord{command.name, invocation.argv, job.overrides});
     }
-    if (invocation.multirun)
-      log::info() << "Job #" << number << ": " << [&] {
-        std::string text;
-        for (const auto& item : job.overrides) text += (text.empty() ? "" : " ") + item;
-        return text;
-      }();
+    if (invocation.multirun) log::info() << "Job #" << number << ": " << join(job.overrides, " ");
     worst = std::max(worst, command.run(job));
     log::set_file("");
     if (invocation.multirun && command.creates_run_folder) write_sweep_report(sweep_dir);

@@ -23,7 +23,7 @@ namespace saccade::cli {
 RuntimeOptions runtime_options_from(const Config& config) {
   RuntimeOptions options;
   options.threads = config.get<int>("runtime.threads");
-  options.log_level = config.get<std::string>("runtime.log_level");
+  options.log_level = config.get_parsed("runtime.log_level", log::parse_level);
   options.check_blas = config.get<bool>("runtime.check_blas");
   return options;
 }
@@ -32,7 +32,6 @@ void validate(const RuntimeOptions& options) {
   if (options.threads < 0) {
     throw ConfigError("runtime.threads must be >= 0 (0 = all cores), got " + std::to_string(options.threads));
   }
-  log::parse_level(options.log_level);
 }
 
 double measure_matmul_gflops(int size) {
@@ -53,7 +52,7 @@ double measure_matmul_gflops(int size) {
 }
 
 void apply_runtime(const RuntimeOptions& options) {
-  log::set_console_level(log::parse_level(options.log_level));
+  log::set_console_level(options.log_level);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = options.threads > 0 ? options.threads : cores;
   at::set_num_threads(threads);

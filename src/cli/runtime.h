@@ -4,13 +4,14 @@
 #include <string>
 
 #include "config/config.h"
+#include "io/log.h"
 
 namespace saccade::cli {
 
 struct RuntimeOptions {
-  int threads = 0;                 // intra-op and inter-op threads; 0 = all cores
-  std::string log_level = "info";  // console log level: debug | info | warn | error
-  bool check_blas = true;          // time a 256x256 matmul at start and warn if BLAS is the reference one
+  int threads = 0;                          // intra-op and inter-op threads; 0 = all cores
+  log::Level log_level = log::Level::info;  // console log level: debug | info | warn | error
+  bool check_blas = true;  // time a 256x256 matmul at start and warn if BLAS is the reference one
 };
 
 RuntimeOptions runtime_options_from(const Config& config);

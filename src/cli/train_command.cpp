@@ -1,10 +1,16 @@
-// `saccade train`: reads every component's options from the config, trains, prints a summary.
+// `saccade train`: reads every component's options from the config, trains, then scores the best
+// checkpoint on the test split, draws sample overlays, writes the report and prints a summary.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/split_evaluation.h"
 #include "io/log.h"
+#include "io/run_folder.h"
 #include "train/trainer.h"
+#include "viz/run_report.h"
+#include "viz/sample_overlays.h"
 
 namespace saccade::cli {
 namespace {
@@ -23,16 +29,76 @@ TrainerSetup trainer_setup_from(const Config& config, const std::filesystem::pat
   validate(setup.encoder);
   setup.decoder = decoder_options_from(config);
   setup.scores = score_options_from(config);
-  setup.viz = viz_options_from(config);
-  validate(setup.viz);
+  setup.validation = validation_search(setup.train, config.get_parsed("decode.hard_read", parse_hard_read));
   setup.config_yaml = config.to_yaml(true);
   setup.run_dir = run_dir;
-  setup.tensorboard = config.get<bool>("run.tensorboard");
   return setup;
 }
 
+// What the end of training found on the test split.
+struct TestPass {
+  SplitResults results;
+  std::vector<std::string> sample_lines;  // the first train.sample_captions captions, for the printout
+};
+
+// The sample overlays as TensorBoard images, and their captions as one markdown table.
+void log_samples(EventWriter& events, const std::vector<SampleOverlay>& samples, int64_t step) {
+  std::string table = "| image | generated | reference |\n|---|---|---|\n";
+  for (const SampleOverlay& sample : samples) {
+    events.add_image(
+        "samples/" + sample.image_id, read_file_bytes(sample.file), static_cast<int>(sample.height),
+        static_cast<int>(sample.width), 3, step);
+    table += "| " + sample.image_id + " | " + sample.caption + " | " +
+             (sample.references.empty() ? "" : sample.references.front()) + " |\n";
+  }
+  events.add_text("samples/captions", table, step);
+}
+
+// The best checkpoint, loaded as `saccade eval` loads it, on the whole test split with the
+// validation search (from `features` when training used a feature cache); the test row of
+// metrics.csv, results/test*.json, and the sample overlays.
+TestPass test_best_checkpoint(
+    const Job& job,
+    const TrainerSetup& setup,
+    const VizOptions& viz,
+    const PreparedSplit& test_images,
+    const FeatureCache* features,
+    const TrainResult& trained,
+    RunLog& log) {
+  ComposeRequest request = job.request();
+  request.overrides.clear();  // the saved config already holds them
+  TrainedRun best = load_trained_run(job.run_dir, request);
+  const auto search = make_caption_search(setup.validation);
+  TestPass pass;
+  const EvaluatedSplit test = evaluate_split(best, test_images, *search, features);
+  pass.results = test.results;
+  auto row = score_row(test.results.scores);
+  row["kind"] = "test";
+  row["epoch"] = std::to_string(trained.best_epoch);
+  row["step"] = std::to_string(trained.steps);
+  log.write(row, trained.steps);
+  const auto& order = test.decoded.image_order;
+  const auto shown = std::min<size_t>(order.size(), static_cast<size_t>(setup.train.sample_captions));
+  for (size_t i = 0; i < shown; ++i) {
+    pass.sample_lines.push_back("  " + order[i] + ": " + test.decoded.candidates.at(order[i]));
+    const auto& references = test.decoded.references.at(order[i]);
+    if (!references.empty()) pass.sample_lines.push_back("      reference: " + references.front());
+  }
+  if (viz.sample_images > 0) {
+    const auto images = make_caption_dataset(test_images, best.vocabulary, best.dataset.vocabulary);
+    const std::vector<SampleOverlay> overlays = write_sample_overlays(
+        *best.model, best.vocabulary, *images, viz.sample_images, best.dataset.image, setup.validation, viz,
+        job.run_dir / "samples");
+    if (EventWriter* events = log.events()) log_samples(*events, overlays, trained.steps);
+  }
+  return pass;
+}
+
 void print_summary(
-    const TrainResult& result, const TrainOptions& options, const std::filesystem::path& run_dir) {
+    const TrainResult& result,
+    const std::optional<TestPass>& test,
+    const TrainOptions& options,
+    const std::filesystem::path& run_dir) {
   const CaptionScores& scores = result.last_validation;
   std::cout << std::fixed << std::setprecision(4);
   std::cout << "\nTrained " << result.epochs_completed << " epochs (" << result.steps << " steps) in "
@@ -40,24 +106,22 @@ void print_summary(
             << (result.stopped_early ? ", stopped early" : "") << std::setprecision(4) << "\n";
   std::cout << "Validation (last epoch): BLEU-1 " << scores.bleu[0] << "  BLEU-4 " << scores.bleu[3]
             << "  ROUGE-L " << scores.rouge_l << "  CIDEr-D " << scores.cider_d << "\n";
-  if (result.test) {
-    std::cout << "Test (best checkpoint):  BLEU-1 " << result.test->bleu[0] << "  BLEU-4 "
-              << result.test->bleu[3] << "  ROUGE-L " << result.test->rouge_l << "  CIDEr-D "
-              << result.test->cider_d << "\n";
-  }
-  if (result.test_shapes) {
-    std::cout << "Test attention and content (shapes world):\n" << describe(*result.test_shapes);
+  if (test) {
+    const CaptionScores& tested = test->results.scores;
+    std::cout << "Test (best checkpoint):  BLEU-1 " << tested.bleu[0] << "  BLEU-4 " << tested.bleu[3]
+              << "  ROUGE-L " << tested.rouge_l << "  CIDEr-D " << tested.cider_d << "\n";
+    if (test->results.shapes)
+      std::cout << "Test attention and content (shapes world):\n" << describe(*test->results.shapes);
   }
   if (result.best_metric) {
-    std::cout << "Best " << options.val_metric << " " << *result.best_metric << " at epoch "
+    std::cout << "Best " << to_string(options.val_metric) << " " << *result.best_metric << " at epoch "
               << result.best_epoch << " -> " << (run_dir / "checkpoints" / "best").string() << "\n";
   }
   if (result.skipped_images > 0)
     std::cout << "Skipped " << result.skipped_images << " bad images (see the log)\n";
-  if (!result.samples.empty()) std::cout << "\nTest captions (best checkpoint):\n";
-  for (const auto& sample : result.samples) {
-    std::cout << "  " << sample.image_id << ": " << sample.caption << "\n";
-    if (!sample.references.empty()) std::cout << "      reference: " << sample.references.front() << "\n";
+  if (test && !test->sample_lines.empty()) {
+    std::cout << "\nTest captions (best checkpoint):\n";
+    for (const auto& line : test->sample_lines) std::cout << line << "\n";
   }
   std::cout << "\nRun folder: " << run_dir.string() << "\n";
 }
@@ -65,10 +129,28 @@ void print_summary(
 }  // namespace
 
 int run_train(const Job& job) {
-  const TrainerSetup setup = trainer_setup_from(job.composition.config, job.run_dir);
+  const Config& config = job.composition.config;
+  TrainerSetup setup = trainer_setup_from(config, job.run_dir);
+  const VizOptions viz = viz_options_from(config);
+  validate(viz);
+  RunLog log(job.run_dir, metrics_columns(), config.get<bool>("run.tensorboard"));
+  setup.log = &log;
+  setup.on_epoch_end = [&] { write_run_report(job.run_dir); };
   log::info() << "Run folder: " << job.run_dir.string();
-  const TrainResult result = train_captioner(setup);
-  print_summary(result, setup.train, job.run_dir);
+  Trainer trainer(setup);
+  const PreparedSplit& test_images = trainer.data().test;
+  std::unique_ptr<FeatureCache> test_features;  // checked now, not after training
+  if (setup.train.features && !test_images.images.empty()) {
+    test_features =
+        open_split_features(*setup.train.features, Split::test, test_images.images, setup.encoder.name);
+  }
+  const TrainResult result = trainer.run();
+  std::optional<TestPass> test;
+  if (!test_images.images.empty() && std::filesystem::exists(job.run_dir / "checkpoints" / "best")) {
+    test = test_best_checkpoint(job, setup, viz, test_images, test_features.get(), result, log);
+    write_run_report(job.run_dir);
+  }
+  print_summary(result, test, setup.train, job.run_dir);
   return 0;
 }
 

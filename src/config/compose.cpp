@@ -121,6 +121,23 @@ void apply_value_override(YAML::Node& root, const Override& parsed) {
   }
 }
 
+// Appends to `found` the keys of `overlay` that `base` lacks, outermost only, as dotted paths.
+void collect_new_keys(
+    const YAML::Node& base,
+    const YAML::Node& overlay,
+    const std::string& prefix,
+    std::vector<std::string>& found) {
+  for (auto it = overlay.begin(); it != overlay.end(); ++it) {
+    const std::string key = prefix + it->first.Scalar();
+    const YAML::Node existing = config_detail::find_child(base, it->first.Scalar());
+    if (!existing) {
+      found.push_back(key);
+    } else if (existing.IsMap() && it->second.IsMap()) {
+      collect_new_keys(existing, it->second, key + ".", found);
+    }
+  }
+}
+
 }  // namespace
 
 Composition compose(const ComposeRequest& request) {
@@ -150,8 +167,14 @@ Composition compose(const ComposeRequest& request) {
   for (const auto& entry : defaults.entries) {
     config_detail::merge_into(root, embed(repo.load(entry.config_path)->content, entry.package));
   }
+  std::vector<std::string> overlay_only_keys;
+  if (request.overlay.IsMap()) {
+    collect_new_keys(root, request.overlay, "", overlay_only_keys);
+    config_detail::merge_into(root, request.overlay);
+  }
   for (const auto& parsed : value_overrides) apply_value_override(root, parsed);
-  return Composition{Config(root), std::move(defaults.entries), std::move(defaults.choices)};
+  return Composition{
+      Config(root), std::move(defaults.entries), std::move(defaults.choices), std::move(overlay_only_keys)};
 }
 
 std::vector<std::string> group_options(const std::filesystem::path& config_dir, const std::string& group) {

@@ -87,6 +87,9 @@ struct ComposeRequest {
   std::filesystem::path config_dir = "configs";  // `--config-path`
   std::string config_name = "config";            // `--config-name`, without ".yaml"
   std::vector<std::string> overrides;            // command-line overrides, in order
+  // A tree merged over the defaults list's result before the value overrides, as one more
+  // config file would be (a trained run's saved config over today's defaults). Null = none.
+  YAML::Node overlay{};
 };
 
 struct Composition {
@@ -95,6 +98,9 @@ struct Composition {
   // The chosen option per config group, in defaults-list order ("experiment" -> "smoke");
   // a null choice is std::nullopt (Hydra's hydra.runtime.choices).
   std::vector<std::pair<std::string, std::optional<std::string>>> choices;
+  // The keys of the request's overlay that the defaults list does not have, outermost only
+  // ("train.note", not its children), in the overlay's order. They are merged in all the same.
+  std::vector<std::string> overlay_only_keys;
 };
 
 // Hydra 1.3 composition: defaults tree, group overrides, merge, then value overrides.

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/text.h"
 #include "config/yaml_tree.h"
 
 namespace saccade::config_detail {
@@ -33,12 +34,6 @@ std::string python_text(const GroupValue& value) {
   std::string out = "[";
   for (const auto& option : value.options) out += (out.size() > 1 ? ", '" : "'") + option + "'";
   return out + "]";
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
 }
 
 std::string strip_slash(const std::string& path) {

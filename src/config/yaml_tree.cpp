@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <regex>
 
+#include "base/text.h"
+
 namespace saccade::config_detail {
 namespace {
 
@@ -91,38 +93,6 @@ bool has_control_chars(const std::string& text) {
     const auto u = static_cast<unsigned char>(c);
     return u < 0x20 || u == 0x7f;
   });
-}
-
-std::string double_quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof(buffer), "\\x%02X", static_cast<unsigned char>(c));
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string yaml_string(const std::string& text) {

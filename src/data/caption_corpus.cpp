@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "base/text.h"
 #include "data/vocabulary.h"
 #include "io/json.h"
 #include "io/log.h"
@@ -300,11 +301,10 @@ std::vector<ImageRecord> select_splits(const CaptionCorpus& corpus, const std::v
     }
   }
   if (selected.empty()) {
-    std::string asked;
-    for (const auto& split : splits) asked += (asked.empty() ? "" : ", ") + split;
-    std::string found;
-    for (const auto& [split, count] : present)
-      found += (found.empty() ? "" : ", ") + split + " (" + std::to_string(count) + ")";
+    const std::string asked = join(splits, ", ");
+    std::vector<std::string> counts;
+    for (const auto& [split, count] : present) counts.push_back(split + " (" + std::to_string(count) + ")");
+    const std::string found = join(counts, ", ");
     throw std::invalid_argument(
         corpus.source.string() + " has no images in split " + (asked.empty() ? "(none)" : asked) +
         "; splits present: " + (found.empty() ? "none" : found));

@@ -4,27 +4,20 @@
 #include <limits>
 #include <stdexcept>
 
+#include "base/enum_names.h"
 #include "io/log.h"
 
 namespace saccade {
 
+const EnumNames<Split> kSplitNames(
+    "split", {{Split::train, "train"}, {Split::val, "val"}, {Split::test, "test"}});
+
 std::string to_string(Split split) {
-  switch (split) {
-    case Split::train:
-      return "train";
-    case Split::val:
-      return "val";
-    case Split::test:
-      return "test";
-  }
-  return "?";
+  return kSplitNames.name(split);
 }
 
 Split parse_split(const std::string& name) {
-  if (name == "train") return Split::train;
-  if (name == "val") return Split::val;
-  if (name == "test") return Split::test;
-  throw std::invalid_argument("A split must be train, val or test, got '" + name + "'");
+  return kSplitNames.parse(name);
 }
 
 CaptionDataset::CaptionDataset(

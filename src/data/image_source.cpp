@@ -3,16 +3,19 @@
 
 #include <stdexcept>
 
+#include "base/enum_names.h"
+
 namespace saccade {
 
+const EnumNames<BadImagePolicy> kBadImagePolicyNames(
+    "bad-image policy", {{BadImagePolicy::fail, "fail"}, {BadImagePolicy::skip, "skip"}});
+
 std::string to_string(BadImagePolicy policy) {
-  return policy == BadImagePolicy::skip ? "skip" : "fail";
+  return kBadImagePolicyNames.name(policy);
 }
 
 BadImagePolicy parse_bad_image_policy(const std::string& name) {
-  if (name == "fail") return BadImagePolicy::fail;
-  if (name == "skip") return BadImagePolicy::skip;
-  throw std::invalid_argument("data.on_bad_image must be fail or skip, got '" + name + "'");
+  return kBadImagePolicyNames.parse(name);
 }
 
 FileImageSource::FileImageSource(std::vector<std::filesystem::path> paths, ImageOptions options)

@@ -20,7 +20,7 @@ LoaderOptions loader_options_from(const Config& config, Split split, int64_t bat
   options.bucketing = split == Split::train && config.get<bool>("data.bucketing");
   options.bucket_pool = config.get<int>("data.bucket_pool");
   options.seed = static_cast<uint64_t>(config.get<int64_t>("seed"));
-  options.on_bad_image = parse_bad_image_policy(config.get<std::string>("data.on_bad_image"));
+  options.on_bad_image = config.get_parsed("data.on_bad_image", parse_bad_image_policy);
   return options;
 }
 

@@ -1,9 +1,6 @@
 // Dataset options, the dataset-kind registry, and preparing splits for loading.
 #include "data/prepare.h"
 
-#include <algorithm>
-#include <map>
-#include <mutex>
 #include <stdexcept>
 
 #include "data/image_cache.h"
@@ -27,25 +24,6 @@ CaptionCorpus read_karpathy(const DatasetOptions& options) {
 
 CaptionCorpus read_coco(const DatasetOptions& options) {
   return read_coco_captions(options.captions_files, options.captions_image_dirs, options.split_file);
-}
-
-std::mutex registry_mutex;
-
-std::map<std::string, CorpusReader>& registry() {
-  static std::map<std::string, CorpusReader> readers;
-  static std::once_flag builtins;
-  std::call_once(builtins, [] {
-    readers["shapes"] = read_shapes;
-    readers["karpathy"] = read_karpathy;
-    readers["coco_captions"] = read_coco;
-  });
-  return readers;
-}
-
-std::string known_kinds() {
-  std::string known;
-  for (const auto& kind : dataset_kinds()) known += (known.empty() ? "" : ", ") + kind;
-  return known;
 }
 
 // The split's images as they come, with any unusable one handled by the policy.
@@ -143,15 +121,12 @@ DatasetOptions dataset_options_from(const Config& config) {
   options.augment = augment_options_from(config);
   if (options.kind == "shapes") options.shapes = shapes_world_options_from(config);
   options.cache = config.get<bool>("data.cache");
-  options.on_bad_image = parse_bad_image_policy(config.get<std::string>("data.on_bad_image"));
+  options.on_bad_image = config.get_parsed("data.on_bad_image", parse_bad_image_policy);
   return options;
 }
 
 void validate(const DatasetOptions& options) {
-  const auto kinds = dataset_kinds();
-  if (std::find(kinds.begin(), kinds.end(), options.kind) == kinds.end()) {
-    throw std::invalid_argument("Unknown dataset.kind '" + options.kind + "'; known kinds: " + known_kinds());
-  }
+  dataset_registry().check(options.kind, "dataset.kind");
   for (const auto& [key, splits] :
        {std::pair{"dataset.train_splits", &options.train_splits},
         std::pair{"dataset.val_splits", &options.val_splits},
@@ -184,29 +159,14 @@ const std::vector<std::string>& split_labels(const DatasetOptions& options, Spli
   return options.test_splits;
 }
 
-void register_dataset_kind(const std::string& kind, CorpusReader reader) {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  registry()[kind] = reader;
-}
-
-std::vector<std::string> dataset_kinds() {
-  std::lock_guard<std::mutex> lock(registry_mutex);
-  std::vector<std::string> kinds;
-  for (const auto& entry : registry()) kinds.push_back(entry.first);
-  return kinds;
+Registry<CorpusReader>& dataset_registry() {
+  static Registry<CorpusReader> registry(
+      "dataset kind", {{"shapes", read_shapes}, {"karpathy", read_karpathy}, {"coco_captions", read_coco}});
+  return registry;
 }
 
 CaptionCorpus read_corpus(const DatasetOptions& options) {
-  CorpusReader reader = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    const auto it = registry().find(options.kind);
-    if (it != registry().end()) reader = it->second;
-  }
-  if (reader == nullptr) {
-    throw std::invalid_argument("Unknown dataset.kind '" + options.kind + "'; known kinds: " + known_kinds());
-  }
-  return reader(options);
+  return dataset_registry().get(options.kind, "dataset.kind")(options);
 }
 
 const PreparedSplit& PreparedDataset::split(Split which) const {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/registry.h"
 #include "config/config.h"
 #include "data/augment.h"
 #include "data/caption_corpus.h"
@@ -72,10 +73,8 @@ const std::vector<std::string>& split_labels(const DatasetOptions& options, Spli
 
 // Reads a dataset kind's captions and splits.
 using CorpusReader = CaptionCorpus (*)(const DatasetOptions& options);
-// Adds (or replaces) a dataset kind.
-void register_dataset_kind(const std::string& kind, CorpusReader reader);
-// The registered kinds, sorted.
-std::vector<std::string> dataset_kinds();
+// The dataset kinds by name: shapes, karpathy, coco_captions, and any added.
+Registry<CorpusReader>& dataset_registry();
 // Reads the corpus of options.kind (for shapes: generates the world first if needed).
 CaptionCorpus read_corpus(const DatasetOptions& options);
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "base/enum_names.h"
+#include "base/text.h"
 #include "io/log.h"
 
 namespace saccade {
@@ -15,21 +17,22 @@ const char* const kSpecialTokens[] = {"<pad>", "<start>", "<end>", "<unk>"};
 
 }  // namespace
 
+const EnumNames<LongCaptionPolicy> kLongCaptionPolicyNames(
+    "long-caption policy", {{LongCaptionPolicy::truncate, "truncate"}, {LongCaptionPolicy::drop, "drop"}});
+
 std::string to_string(LongCaptionPolicy policy) {
-  return policy == LongCaptionPolicy::drop ? "drop" : "truncate";
+  return kLongCaptionPolicyNames.name(policy);
 }
 
 LongCaptionPolicy parse_long_caption_policy(const std::string& name) {
-  if (name == "truncate") return LongCaptionPolicy::truncate;
-  if (name == "drop") return LongCaptionPolicy::drop;
-  throw std::invalid_argument("dataset.on_long_caption must be truncate or drop, got '" + name + "'");
+  return kLongCaptionPolicyNames.parse(name);
 }
 
 VocabularyOptions vocabulary_options_from(const Config& config) {
   VocabularyOptions options;
   options.min_word_count = config.get<int>("dataset.min_word_count");
   options.max_caption_length = config.get<int>("dataset.max_caption_length");
-  options.on_long_caption = parse_long_caption_policy(config.get<std::string>("dataset.on_long_caption"));
+  options.on_long_caption = config.get_parsed("dataset.on_long_caption", parse_long_caption_policy);
   return options;
 }
 
@@ -102,9 +105,7 @@ std::vector<int64_t> Vocabulary::encode(const std::vector<std::string>& words) c
 }
 
 std::string join_words(const std::vector<std::string>& words) {
-  std::string text;
-  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
-  return text;
+  return join(words, " ");
 }
 
 std::vector<std::string> Vocabulary::decode(const std::vector<int64_t>& ids) const {

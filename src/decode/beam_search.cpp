@@ -1,13 +1,10 @@
-// Beam search batched over images x beams, and the CaptionSearch strategies.
-#include "decode/beam_search.h"
-
+// Beam search batched over images x beams (see search.h).
 #include <c10/core/InferenceMode.h>
 
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 
-#include "config/config.h"
+#include "decode/search.h"
 
 namespace saccade {
 namespace {
@@ -64,45 +61,85 @@ DecodedCaption backtrack(
   return caption;
 }
 
+// Copies step t's choices to the CPU: words, parents, log_probs [B, K] -> one StepRecord.
+StepRecord record_step(
+    const torch::Tensor& words, const torch::Tensor& parents, const torch::Tensor& log_probs) {
+  const auto words_cpu = words.cpu().contiguous(), parents_cpu = parents.cpu().contiguous();
+  const auto log_probs_cpu = log_probs.cpu().contiguous();
+  const int64_t n = words.numel();
+  StepRecord record;
+  record.words.assign(words_cpu.data_ptr<int64_t>(), words_cpu.data_ptr<int64_t>() + n);
+  record.parents.assign(parents_cpu.data_ptr<int64_t>(), parents_cpu.data_ptr<int64_t>() + n);
+  record.log_probs.assign(log_probs_cpu.data_ptr<float>(), log_probs_cpu.data_ptr<float>() + n);
+  return record;
+}
+
+// Extensions of step t by <end> become finished hypotheses and free their slot (alive [B, K] is
+// set to -inf there); an image with K finished is done and all its slots die. Returns whether
+// every image is done.
+bool finish_ended(
+    const StepRecord& record,
+    torch::TensorAccessor<float, 2> alive,
+    int64_t t,
+    const SearchOptions& options,
+    std::vector<std::vector<Finished>>& finished,
+    std::vector<char>& done) {
+  const int64_t beam = options.beam_size;
+  bool all_done = true;
+  for (size_t b = 0; b < finished.size(); ++b) {
+    for (int64_t k = 0; k < beam && !done[b]; ++k) {
+      const int64_t row = static_cast<int64_t>(b) * beam + k;
+      if (alive[b][k] == kNegInf || record.words[row] != options.end_id) continue;
+      Finished hypothesis{t, record.parents[row], record.log_probs[row]};
+      hypothesis.score = normalized(alive[b][k], t + 1, options.length_penalty);
+      finished[b].push_back(hypothesis);
+      alive[b][k] = kNegInf;
+    }
+    if (static_cast<int64_t>(finished[b].size()) >= beam) done[b] = 1;
+    if (done[b]) {
+      for (int64_t k = 0; k < beam; ++k) alive[b][k] = kNegInf;
+    }
+    all_done = all_done && done[b];
+  }
+  return all_done;
+}
+
+// Each image's answer: its best finished hypothesis, or when none finished the most probable
+// live one after max_length words (scores [B, K]).
+std::vector<DecodedCaption> best_captions(
+    const std::vector<StepRecord>& records,
+    const torch::Tensor& alphas,
+    const std::vector<std::vector<Finished>>& finished,
+    const torch::Tensor& scores,
+    const SearchOptions& options) {
+  const int64_t beam = options.beam_size;
+  const auto final_scores = scores.cpu().contiguous();
+  const auto live = final_scores.accessor<float, 2>();
+  std::vector<DecodedCaption> captions(finished.size());
+  for (size_t b = 0; b < finished.size(); ++b) {
+    const Finished* best = nullptr;
+    for (const Finished& hypothesis : finished[b]) {
+      if (best == nullptr || hypothesis.score > best->score) best = &hypothesis;
+    }
+    if (best != nullptr) {
+      captions[b] = backtrack(records, alphas, beam, b, best->words, best->slot);
+      captions[b].log_prob += best->end_log_prob;
+      captions[b].finished = true;
+      continue;
+    }
+    int64_t slot = 0;
+    for (int64_t k = 1; k < beam; ++k) {
+      if (live[b][k] > live[b][slot]) slot = k;
+    }
+    captions[b] = backtrack(records, alphas, beam, b, options.max_length, slot);
+  }
+  return captions;
+}
+
 }  // namespace
 
-BeamOptions beam_options_from(const Config& config) {
-  BeamOptions options;
-  options.beam_size = config.get<int64_t>("decode.beam_size");
-  options.max_length = config.get<int64_t>("decode.max_length");
-  options.min_length = config.get<int64_t>("decode.min_length");
-  options.length_penalty = config.get<double>("decode.length_penalty");
-  options.block_unk = config.get<bool>("decode.block_unk");
-  // Added with hard attention: the decode sections saved with older runs lack it.
-  if (config.has("decode.hard_read"))
-    options.hard_read = config.get_parsed("decode.hard_read", parse_hard_read);
-  return options;
-}
-
-void validate(const BeamOptions& options) {
-  auto require = [](bool ok, const std::string& message) {
-    if (!ok) throw std::invalid_argument(message);
-  };
-  require(options.beam_size >= 1, "decode.beam_size must be >= 1, got " + std::to_string(options.beam_size));
-  require(
-      options.max_length >= 1, "decode.max_length must be >= 1, got " + std::to_string(options.max_length));
-  require(
-      options.min_length >= 0 && options.min_length <= options.max_length,
-      "decode.min_length must be in [0, decode.max_length], got " + std::to_string(options.min_length));
-  require(
-      std::isfinite(options.length_penalty) && options.length_penalty >= 0,
-      "decode.length_penalty must be a finite number >= 0");
-  require(
-      options.start_id >= 0 && options.end_id >= 0 && options.unk_id >= 0 &&
-          options.start_id != options.end_id,
-      "The <start> and <end> ids must be distinct and >= 0");
-  require(
-      options.unk_id != options.start_id && options.unk_id != options.end_id,
-      "The <unk> id must differ from the <start> and <end> ids");
-}
-
 std::vector<DecodedCaption> beam_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const BeamOptions& options) {
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
   validate(options);
   c10::InferenceMode inference;
   const bool was_training = decoder.is_training();
@@ -139,34 +176,11 @@ std::vector<DecodedCaption> beam_search(
     alpha_sizes.insert(alpha_sizes.begin(), batch);
     alpha_sizes[1] = beam;
     step_alphas.push_back(step.alpha.reshape(alpha_sizes));  // [B, K, (N,) L]
+    records.push_back(record_step(words, parents, word_log_probs));
 
-    StepRecord record;
-    const auto words_cpu = words.cpu().contiguous(), parents_cpu = parents.cpu().contiguous();
-    const auto log_probs_cpu = word_log_probs.cpu().contiguous();
-    record.words.assign(words_cpu.data_ptr<int64_t>(), words_cpu.data_ptr<int64_t>() + batch * beam);
-    record.parents.assign(parents_cpu.data_ptr<int64_t>(), parents_cpu.data_ptr<int64_t>() + batch * beam);
-    record.log_probs.assign(log_probs_cpu.data_ptr<float>(), log_probs_cpu.data_ptr<float>() + batch * beam);
-    records.push_back(std::move(record));
-
-    // Extensions by <end> finish (and free their slot); an image with K finished is done.
     auto top_cpu = top_scores.cpu().contiguous();
-    auto alive = top_cpu.accessor<float, 2>();
-    bool all_done = true;
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t k = 0; k < beam && !done[b]; ++k) {
-        const int64_t row = b * beam + k;
-        if (alive[b][k] == kNegInf || records.back().words[row] != options.end_id) continue;
-        Finished hypothesis{t, records.back().parents[row], records.back().log_probs[row]};
-        hypothesis.score = normalized(alive[b][k], t + 1, options.length_penalty);
-        finished[b].push_back(hypothesis);
-        alive[b][k] = kNegInf;
-      }
-      if (static_cast<int64_t>(finished[b].size()) >= beam) done[b] = 1;
-      if (done[b]) {
-        for (int64_t k = 0; k < beam; ++k) alive[b][k] = kNegInf;
-      }
-      all_done = all_done && done[b];
-    }
+    const bool all_done =
+        finish_ended(records.back(), top_cpu.accessor<float, 2>(), t, options, finished, done);
     // After step max_length the other extensions are dropped: `scores` keeps the hypotheses of
     // max_length words, the unfinished fallback.
     if (all_done || t == options.max_length) break;
@@ -179,65 +193,8 @@ std::vector<DecodedCaption> beam_search(
     previous = words.reshape({batch * beam});  // [B*K]
   }
   if (was_training) decoder.train();
-
-  const auto alphas = torch::stack(step_alphas);  // [S, B, K, (N,) L]
-  const auto final_scores = scores.cpu().contiguous();
-  const auto live = final_scores.accessor<float, 2>();
-  std::vector<DecodedCaption> captions(batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    const Finished* best = nullptr;
-    for (const Finished& hypothesis : finished[b]) {
-      if (best == nullptr || hypothesis.score > best->score) best = &hypothesis;
-    }
-    if (best != nullptr) {
-      captions[b] = backtrack(records, alphas, beam, b, best->words, best->slot);
-      captions[b].log_prob += best->end_log_prob;
-      captions[b].finished = true;
-      continue;
-    }
-    // Nothing finished: every live hypothesis has max_length words; take the most probable.
-    int64_t slot = 0;
-    for (int64_t k = 1; k < beam; ++k) {
-      if (live[b][k] > live[b][slot]) slot = k;
-    }
-    captions[b] = backtrack(records, alphas, beam, b, options.max_length, slot);
-  }
-  return captions;
-}
-
-GreedySearch::GreedySearch(const SearchOptions& options) : options_(options) {
-  validate(options_);
-}
-
-std::vector<DecodedCaption> GreedySearch::search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
-  return greedy_search(decoder, annotations, options_);
-}
-
-BeamSearch::BeamSearch(const BeamOptions& options) : options_(options) {
-  validate(options_);
-}
-
-std::vector<DecodedCaption> BeamSearch::search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
-  return beam_search(decoder, annotations, options_);
-}
-
-SearchOptions greedy_options_of(const BeamOptions& options) {
-  SearchOptions greedy;
-  greedy.max_length = options.max_length;
-  greedy.start_id = options.start_id;
-  greedy.end_id = options.end_id;
-  greedy.hard_read = options.hard_read;
-  return greedy;
-}
-
-std::unique_ptr<CaptionSearch> make_caption_search(const BeamOptions& options) {
-  validate(options);
-  if (options.beam_size == 1 && options.min_length == 0 && !options.block_unk) {
-    return std::make_unique<GreedySearch>(greedy_options_of(options));
-  }
-  return std::make_unique<BeamSearch>(options);
+  return best_captions(
+      records, torch::stack(step_alphas), finished, scores, options);  // alphas [S, B, K, (N,) L]
 }
 
 }  // namespace saccade

@@ -1,25 +1,61 @@
-// Greedy search, batched over images.
+// Search options, greedy search batched over images, and the choice between greedy and beam.
 #include "decode/search.h"
 
 #include <ATen/core/grad_mode.h>
 #include <c10/core/InferenceMode.h>
 
+#include <cmath>
 #include <stdexcept>
+
+#include "config/config.h"
 
 namespace saccade {
 
+SearchOptions search_options_from(const Config& config) {
+  SearchOptions options;
+  options.beam_size = config.get<int64_t>("decode.beam_size");
+  options.max_length = config.get<int64_t>("decode.max_length");
+  options.min_length = config.get<int64_t>("decode.min_length");
+  options.length_penalty = config.get<double>("decode.length_penalty");
+  options.block_unk = config.get<bool>("decode.block_unk");
+  options.hard_read = config.get_parsed("decode.hard_read", parse_hard_read);
+  return options;
+}
+
 void validate(const SearchOptions& options) {
-  if (options.max_length < 1) {
-    throw std::invalid_argument("decode.max_length must be >= 1, got " + std::to_string(options.max_length));
-  }
-  if (options.start_id < 0 || options.end_id < 0 || options.start_id == options.end_id) {
-    throw std::invalid_argument("The <start> and <end> ids must be distinct and >= 0");
-  }
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw std::invalid_argument(message);
+  };
+  require(options.beam_size >= 1, "decode.beam_size must be >= 1, got " + std::to_string(options.beam_size));
+  require(
+      options.max_length >= 1, "decode.max_length must be >= 1, got " + std::to_string(options.max_length));
+  require(
+      options.min_length >= 0 && options.min_length <= options.max_length,
+      "decode.min_length must be in [0, decode.max_length], got " + std::to_string(options.min_length));
+  require(
+      std::isfinite(options.length_penalty) && options.length_penalty >= 0,
+      "decode.length_penalty must be a finite number >= 0");
+  require(
+      options.start_id >= 0 && options.end_id >= 0 && options.unk_id >= 0 &&
+          options.start_id != options.end_id,
+      "The <start> and <end> ids must be distinct and >= 0");
+  require(
+      options.unk_id != options.start_id && options.unk_id != options.end_id,
+      "The <unk> id must differ from the <start> and <end> ids");
+}
+
+bool greedy_suffices(const SearchOptions& options) {
+  return options.beam_size == 1 && options.min_length == 0 && !options.block_unk;
 }
 
 std::vector<DecodedCaption> greedy_search(
     AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
   validate(options);
+  if (!greedy_suffices(options)) {
+    throw std::invalid_argument(
+        "Greedy search cannot honour decode.beam_size > 1, decode.min_length or decode.block_unk; "
+        "make_caption_search chooses beam search for them");
+  }
   c10::InferenceMode inference;
   const bool was_training = decoder.is_training();
   decoder.eval();
@@ -69,6 +105,30 @@ std::vector<DecodedCaption> greedy_search(
     caption.alphas = alpha_matrix[b].slice(0, 0, emitted).clone();  // [n, L]
   }
   return captions;
+}
+
+GreedySearch::GreedySearch(const SearchOptions& options) : options_(options) {
+  validate(options_);
+}
+
+std::vector<DecodedCaption> GreedySearch::search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
+  return greedy_search(decoder, annotations, options_);
+}
+
+BeamSearch::BeamSearch(const SearchOptions& options) : options_(options) {
+  validate(options_);
+}
+
+std::vector<DecodedCaption> BeamSearch::search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
+  return beam_search(decoder, annotations, options_);
+}
+
+std::unique_ptr<CaptionSearch> make_caption_search(const SearchOptions& options) {
+  validate(options);
+  if (greedy_suffices(options)) return std::make_unique<GreedySearch>(options);
+  return std::make_unique<BeamSearch>(options);
 }
 
 }  // namespace saccade

@@ -1,31 +1,83 @@
 // Caption search: turning annotation grids into words with a trained decoder.
 //
-//   SearchOptions options{.max_length = 20};
-//   std::vector<DecodedCaption> captions = greedy_search(*decoder, annotations, options);
-//   vocabulary.decode(captions[0].tokens)  // words
+//   SearchOptions options = search_options_from(config);         // decode.* keys
+//   std::unique_ptr<CaptionSearch> search = make_caption_search(options);   // greedy or beam
+//   std::vector<DecodedCaption> captions = search->search(*decoder, annotations);
+//   vocabulary.decode(captions[0].tokens)                         // words
 //
-// Shapes: B images, L locations, N heads (multihead attention only). Searches run under
-// inference mode and never change the decoder's parameters.
+// Shapes: B images, K beams, L locations, N heads (multihead attention only), V vocabulary.
+// Searches run under inference mode, in eval mode (the decoder's training flag is restored), and
+// never change the decoder's parameters. Every caption carries its log-probability (the sum over
+// its words and <end> when finished) and the attention map of each of its n words.
+//
+// Greedy search picks the most probable word at every step, for all B images at once, until every
+// caption has emitted <end> or reached max_length. A caption that never emits <end> is returned as
+// it stands (finished = false), never dropped.
+//
+// Beam search (the usual "keep K alive" search, as in OpenNMT/CTranslate2), per image:
+//   - Scores are sums of word log-probabilities. At step t every live hypothesis is extended by
+//     every word; the K best extensions over all K x V are kept. An extension by <end> becomes a
+//     finished hypothesis (its slot dies this step); the others stay alive.
+//   - The image is done when it holds K finished hypotheses, or after step max_length (the one
+//     that may add <end> after max_length words). Extensions chosen at that last step that are
+//     not <end> are dropped: those hypotheses stay unfinished at max_length words.
+//   - The answer is the finished hypothesis with the best normalized score
+//     log_prob / length^length_penalty (length = its words + 1 for <end>). When none finished,
+//     it is the best unfinished one (finished = false, max_length words): never empty-handed.
+// All B x K hypotheses advance in ONE decoder batch of B*K rows: init_state runs once per image
+// (so the attention keys are computed once per image) and index_select expands each image's
+// state to its K beams once; after every step only h and c are reordered (a beam never leaves its
+// image, so the expanded attention memory stays as it is). With beam_size 1, min_length 0 and
+// block_unk off this is greedy search exactly (same tokens, log-probability and attention maps).
 #pragma once
 
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "data/vocabulary.h"
 #include "models/decoder.h"
 
 namespace saccade {
 
+class Config;
+
 struct SearchOptions {
-  int64_t max_length = 20;                // words per caption at most, <end> not counted
-  int64_t start_id = 1;                   // the <start> token fed first (Vocabulary::kStart)
-  int64_t end_id = 2;                     // the token that finishes a caption (Vocabulary::kEnd)
-  HardRead hard_read = HardRead::argmax;  // hard-attention decoders: the context each step reads
+  // K: hypotheses kept alive per image; 1 = greedy.
+  int64_t beam_size = 1;
+  // Words per caption at most, <end> not counted.
+  int64_t max_length = 20;
+  // Words per caption at least: <end> is not allowed before this many words; 0 = no minimum.
+  int64_t min_length = 0;
+  // Exponent of the length normalization of finished hypotheses: score = log_prob / length^p
+  // with length = words + 1. 0 = raw sum of log-probabilities (favours short captions);
+  // 1 = mean log-probability per token.
+  double length_penalty = 0.0;
+  // Never emit <unk> (its probability is set to 0 before the choice).
+  bool block_unk = false;
+  // Hard-attention decoders: the context each step reads (soft decoders ignore it).
+  HardRead hard_read = HardRead::argmax;
+  // The special tokens: the Vocabulary's, for every model saccade trains.
+  int64_t start_id = Vocabulary::kStart;  // fed first
+  int64_t end_id = Vocabulary::kEnd;      // finishes a caption
+  int64_t unk_id = Vocabulary::kUnk;      // what block_unk forbids
 };
 
-// Throws std::invalid_argument: max_length >= 1, start_id != end_id, both >= 0.
+// Reads decode.{beam_size, max_length, min_length, length_penalty, block_unk, hard_read}. Throws
+// ConfigError for a missing, ill-typed or unknown value.
+SearchOptions search_options_from(const Config& config);
+
+// Throws std::invalid_argument, one sentence per broken rule: beam_size >= 1, max_length >= 1,
+// 0 <= min_length <= max_length, length_penalty >= 0 and finite, token ids >= 0, start != end,
+// unk distinct from start and end.
 void validate(const SearchOptions& options);
+
+// Whether greedy search gives what the options ask for: beam_size 1, min_length 0, block_unk off
+// (the length penalty does not matter with one hypothesis).
+bool greedy_suffices(const SearchOptions& options);
 
 struct DecodedCaption {
   std::vector<int64_t> tokens;  // the words' ids, without <start> and <end>
@@ -34,10 +86,47 @@ struct DecodedCaption {
   torch::Tensor alphas;         // float [n, L] ([n, N, L] multihead): where each of the n words looked
 };
 
-// Picks the most probable word at every step, for all B images at once, until every caption
-// has emitted <end> or reached max_length. A caption that never emits <end> is returned as it
-// stands (finished = false), never dropped.
+// Greedy search over annotations [B, L, D]. Throws std::invalid_argument unless greedy_suffices.
 std::vector<DecodedCaption> greedy_search(
     AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
+
+// Beam search over annotations [B, L, D] for all B images at once.
+std::vector<DecodedCaption> beam_search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
+
+// A caption search strategy: annotations [B, L, D] -> one caption per image.
+class CaptionSearch {
+ public:
+  virtual ~CaptionSearch() = default;
+  virtual std::vector<DecodedCaption> search(
+      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const = 0;
+  // "greedy" or "beam K", for logs and printouts.
+  virtual std::string describe() const = 0;
+};
+
+class GreedySearch : public CaptionSearch {
+ public:
+  explicit GreedySearch(const SearchOptions& options);  // validates
+  std::vector<DecodedCaption> search(
+      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const override;
+  std::string describe() const override { return "greedy"; }
+
+ private:
+  SearchOptions options_;
+};
+
+class BeamSearch : public CaptionSearch {
+ public:
+  explicit BeamSearch(const SearchOptions& options);  // validates
+  std::vector<DecodedCaption> search(
+      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const override;
+  std::string describe() const override { return "beam " + std::to_string(options_.beam_size); }
+
+ private:
+  SearchOptions options_;
+};
+
+// The one place that chooses: GreedySearch when greedy_suffices, BeamSearch otherwise. Validates.
+std::unique_ptr<CaptionSearch> make_caption_search(const SearchOptions& options);
 
 }  // namespace saccade

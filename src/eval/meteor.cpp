@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "base/text.h"
+
 namespace saccade {
 namespace {
 
@@ -48,9 +50,7 @@ std::string replace_all(const std::string& text, const std::string& from, const 
 // A caption as one METEOR segment: tokens joined by spaces, with the protocol's separator "|||"
 // removed and the double space that leaves collapsed, as coco-caption does for candidates.
 std::string segment(const Tokens& tokens) {
-  std::string text;
-  for (const auto& token : tokens) text += (text.empty() ? "" : " ") + token;
-  return replace_all(replace_all(text, "|||", ""), "  ", " ");
+  return replace_all(replace_all(join(tokens, " "), "|||", ""), "  ", " ");
 }
 
 // The running jar: one request line in, one answer line out.

@@ -180,8 +180,9 @@ void add_shapes_caption(
 }
 
 ShapesScores finish(const ShapesTally& tally) {
-  auto ratio = [](double numerator, int64_t denominator) {
-    return denominator > 0 ? numerator / static_cast<double>(denominator) : 0.0;
+  auto ratio = [](double numerator, int64_t denominator) -> std::optional<double> {
+    if (denominator == 0) return std::nullopt;
+    return numerator / static_cast<double>(denominator);
   };
   ShapesScores scores;
   scores.pointing_words = tally.pointing_words;
@@ -195,13 +196,17 @@ ShapesScores finish(const ShapesTally& tally) {
 }
 
 std::string describe(const ShapesScores& scores) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(4) << "  pointing game      " << scores.pointing_accuracy
-       << "  (random attention " << scores.pointing_baseline << ", " << scores.pointing_words << " words)\n"
-       << "  content accuracy   " << scores.content_accuracy << "  (" << scores.object_mentions
-       << " object mentions)\n"
-       << "  relation accuracy  " << scores.relation_accuracy << "  (" << scores.relations << " relations)\n";
-  return text.str();
+  const auto number = [](const std::optional<double>& value) {
+    if (!value) return std::string("n/a");
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(4) << *value;
+    return text.str();
+  };
+  return "  pointing game      " + number(scores.pointing_accuracy) + "  (random attention " +
+         number(scores.pointing_baseline) + ", " + std::to_string(scores.pointing_words) + " words)\n" +
+         "  content accuracy   " + number(scores.content_accuracy) + "  (" +
+         std::to_string(scores.object_mentions) + " object mentions)\n" + "  relation accuracy  " +
+         number(scores.relation_accuracy) + "  (" + std::to_string(scores.relations) + " relations)\n";
 }
 
 }  // namespace saccade

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,14 +72,15 @@ struct ShapesTally {
   int64_t relations_true = 0;    // ... that hold
 };
 
-// Ratios of a tally; each is 0 when its denominator is 0 (the count says so).
+// Ratios of a tally; a ratio whose denominator is 0 cannot be computed and is std::nullopt
+// (printed and written as n/a or null, never as 0).
 struct ShapesScores {
-  double pointing_accuracy = 0;
-  double pointing_baseline = 0;  // the random-attention baseline's expected accuracy
+  std::optional<double> pointing_accuracy;
+  std::optional<double> pointing_baseline;  // the random-attention baseline's expected accuracy
   int64_t pointing_words = 0;
-  double content_accuracy = 0;
+  std::optional<double> content_accuracy;
   int64_t object_mentions = 0;
-  double relation_accuracy = 0;
+  std::optional<double> relation_accuracy;
   int64_t relations = 0;
 };
 
@@ -93,7 +95,7 @@ void add_shapes_caption(
 ShapesScores finish(const ShapesTally& tally);
 
 // The three scores as three indented lines for a printout ("  pointing game      0.5927  (random
-// attention 0.0679, 739 words)" ...), numbers with 4 decimals.
+// attention 0.0679, 739 words)" ...), numbers with 4 decimals, n/a where there is none.
 std::string describe(const ShapesScores& scores);
 
 }  // namespace saccade

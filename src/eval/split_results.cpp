@@ -57,12 +57,12 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
     const ShapesScores& shapes = *results.shapes;
     report.set(
         "shapes", Json::object(
-                      {{"pointing_accuracy", shapes.pointing_accuracy},
-                       {"pointing_baseline", shapes.pointing_baseline},
+                      {{"pointing_accuracy", optional_number(shapes.pointing_accuracy)},
+                       {"pointing_baseline", optional_number(shapes.pointing_baseline)},
                        {"pointing_words", shapes.pointing_words},
-                       {"content_accuracy", shapes.content_accuracy},
+                       {"content_accuracy", optional_number(shapes.content_accuracy)},
                        {"object_mentions", shapes.object_mentions},
-                       {"relation_accuracy", shapes.relation_accuracy},
+                       {"relation_accuracy", optional_number(shapes.relation_accuracy)},
                        {"relations", shapes.relations}}));
   }
   report.set("per_image", per_image);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "io/run_folder.h"
 
 namespace saccade {
@@ -329,51 +330,13 @@ class Parser {
 };
 
 void write_string(std::string& out, const std::string& text) {
-  out += '"';
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   for (size_t i = 0; i < text.size();) {
-    const unsigned char c = bytes[i];
-    if (c >= 0x80) {
-      const size_t length = utf8_sequence_length(bytes + i, text.size() - i);
-      if (length == 0) throw std::invalid_argument("Cannot write JSON: a string is not valid UTF-8");
-      out.append(text, i, length);
-      i += length;
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-    ++i;
+    const size_t length = bytes[i] < 0x80 ? 1 : utf8_sequence_length(bytes + i, text.size() - i);
+    if (length == 0) throw std::invalid_argument("Cannot write JSON: a string is not valid UTF-8");
+    i += length;
   }
-  out += '"';
+  out += double_quoted(text);
 }
 
 void write_value(std::string& out, const Json& value, int indent, int level) {

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "base/enum_names.h"
+
 namespace saccade::log {
 namespace {
 
@@ -34,26 +36,16 @@ std::string timestamp() {
 
 }  // namespace
 
+const EnumNames<Level> kLevelNames(
+    "log level",
+    {{Level::debug, "debug"}, {Level::info, "info"}, {Level::warn, "warn"}, {Level::error, "error"}});
+
 Level parse_level(const std::string& name) {
-  if (name == "debug") return Level::debug;
-  if (name == "info") return Level::info;
-  if (name == "warn") return Level::warn;
-  if (name == "error") return Level::error;
-  throw std::invalid_argument("Unknown log level '" + name + "': expected debug, info, warn or error");
+  return kLevelNames.parse(name);
 }
 
 std::string to_string(Level level) {
-  switch (level) {
-    case Level::debug:
-      return "debug";
-    case Level::info:
-      return "info";
-    case Level::warn:
-      return "warn";
-    case Level::error:
-      return "error";
-  }
-  return "info";
+  return kLevelNames.name(level);
 }
 
 void set_console_level(Level level) {

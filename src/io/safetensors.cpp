@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "io/json.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
@@ -68,9 +69,9 @@ const DtypeInfo* find_dtype(const std::string& name) {
 }
 
 std::string known_dtypes() {
-  std::string text;
-  for (const auto& info : kDtypes) text += (text.empty() ? "" : ", ") + std::string(info.name);
-  return text;
+  std::vector<std::string> names;
+  for (const auto& info : kDtypes) names.emplace_back(info.name);
+  return join(names, ", ");
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {

@@ -29,6 +29,19 @@
 // Soft and hard attention differ only in the weights the context averages the values with: a
 // ContextReader. The soft reader takes alpha itself, the expectation sum_i alpha_i a_i (paper
 // Sec. 4.2, eq. 13); the hard reader one location per row, sampled from alpha (Sec. 4.1, eq. 8-9).
+//
+// Adding a kind: subclass AttentionImpl and define
+//   memory_keys(annotations, project)    [B, L, D] -> keys, once per image; project(layer, a)
+//                                        applies one of the kind's Linear layers to the annotations
+//   memory_values(annotations, project)  what alpha averages, [B, N, L, Dv]; by default the
+//                                        annotations themselves, one head
+//   query_weight(), query_bias()         the map of h_{t-1} to the query q
+//   scores(memory, q)                    e [B, N, L] from the keys and q, before masking
+//   combine(glimpses)                    only with several heads: [B, N, Dv] -> the context [B, D]
+// then add a builder under the kind's name to attention_registry(). The base class does the rest
+// (shape checks, masking, softmax, soft or hard reading, packing the projections for decoding).
+// DotAttentionImpl is the simplest complete kind; the additive kind's scores are a fused kernel
+// (kernels/attention_kernels.h), which a new kind need not use.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -40,13 +53,14 @@
 #include <string>
 #include <vector>
 
-#include "models/packed_linear.h"
-#include "models/time_shared.h"
+#include "base/registry.h"
+#include "kernels/packed_linear.h"
+#include "kernels/time_shared.h"
 
 namespace saccade {
 
 struct AttentionOptions {
-  // A registered kind: additive | dot | scaled_dot | general | multihead (see attention_kinds()).
+  // A registered kind: additive | dot | scaled_dot | general | multihead (attention_registry()).
   std::string kind = "additive";
   // D: size of one annotation vector a_i (the encoder's channels, e.g. 2048 for ResNet-101).
   int64_t annotation_dim = 512;
@@ -67,9 +81,9 @@ struct AttentionMemory {
   torch::Tensor keys;    // [B, L, A] (general: [B, L, H]; multihead: [B, N, L, K])
   torch::Tensor values;  // [B, N, L, Dv]: what alpha averages (single head: the annotations)
   torch::Tensor mask;    // [B, L] bool, true = a real location; undefined = every location is real
-  // The keys again, for kinds whose step reads a prefix keys[:n] and adds its gradient in place
-  // into one buffer for all steps (additive); null for the others. Shared by head(), dropped by
-  // index_select() (those keys are new tensors).
+  // The keys again, for fused kernels that read a prefix keys[:n] per step and add its gradient
+  // in place into one buffer for all steps (additive); kinds written with plain ops read `keys`.
+  // Shared by head(), dropped by index_select() (those keys are new tensors).
   std::shared_ptr<TimeSharedTensor> shared_keys;
 
   // Number of images (the batch dimension of every member).
@@ -121,18 +135,28 @@ class HardContextReader : public ContextReader {
 // The shared soft reader (stateless).
 const ContextReader& soft_context_reader();
 
-// The attention interface. Subclasses define keys/values, the query map and the scores; the
-// softmax, masking and reading are shared.
+// Applies a kind's linear layer to the annotations [B, L, D] -> [B, L, out] in memory_keys() and
+// memory_values(), through the packed weights a decoding decoder keeps (kernels/packed_linear.h).
+class AnnotationProjector {
+ public:
+  explicit AnnotationProjector(PackedWeights packed) : packed_(std::move(packed)) {}
+  torch::Tensor operator()(const torch::nn::Linear& layer, const torch::Tensor& annotations);
+
+ private:
+  PackedWeights packed_;
+};
+
+// The attention interface (see "Adding a kind" above). The softmax, masking and reading are shared.
 class AttentionImpl : public torch::nn::Module {
  public:
   explicit AttentionImpl(const AttentionOptions& options);
   const AttentionOptions& options() const { return options_; }
 
   // Encoder side, once per image: annotations [B, L, D], optional mask [B, L] (true = real).
-  // The projections of the annotations go through `packed` (see packed_linear.h): a decoder
-  // passes the packs it keeps while its weights do not change.
-  virtual AttentionMemory remember(
-      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) = 0;
+  // The projections of the annotations go through `packed`: a decoder passes the packs it keeps
+  // while its weights do not change.
+  AttentionMemory remember(
+      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {});
 
   // The query map h [B, H] -> q [B, Q] as weight [Q, H] and bias [Q] (either may be undefined:
   // no weight means q = h, no bias means zero). The decoder fuses this weight with its other
@@ -162,56 +186,60 @@ class AttentionImpl : public torch::nn::Module {
       const ContextReader& reader = soft_context_reader());
 
  protected:
+  // The keys of annotations [B, L, D]: [B, L, A] (or per head [B, N, L, K]).
+  virtual torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) = 0;
+  // What alpha averages, [B, N, L, Dv]: the annotations as one head unless a kind says otherwise.
+  virtual torch::Tensor memory_values(const torch::Tensor& annotations, AnnotationProjector& project);
   // Whether alpha keeps its head dimension ([B, N, L]) in AttentionStep.
   virtual bool keeps_heads() const { return false; }
-  // annotations [B, L, D] through `layer` by packed.linear: [B, L, out].
-  static torch::Tensor project(
-      const torch::nn::Linear& layer, const torch::Tensor& annotations, PackedWeights& packed);
 
   AttentionOptions options_;
 };
 TORCH_MODULE(Attention);
 
-// additive: e_i = w^T tanh(key(a_i) + query(h)). Parameters: key [A, D] + bias (the paper's W_a,
-// b), query [A, H] without bias (W_h; the authors' Wd_att), score [1, A] without bias (w).
-class AdditiveAttentionImpl : public AttentionImpl {
- public:
-  explicit AdditiveAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(
-      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
-  torch::Tensor query_weight() const override { return query->weight; }
-  torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
-
-  torch::nn::Linear key{nullptr}, query{nullptr}, score{nullptr};
-};
-
 // dot and scaled_dot: e_i = key(a_i) . query(h) * scale, scale 1 or 1/sqrt(A). Parameters: key
-// [A, D] + bias, query [A, H] + bias.
+// [A, D] + bias, query [A, H] + bias. The simplest kind: keys, a query map and a score.
 class DotAttentionImpl : public AttentionImpl {
  public:
   explicit DotAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(
-      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
   torch::Tensor query_weight() const override { return query->weight; }
   torch::Tensor query_bias() const override { return query->bias; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
 
   torch::nn::Linear key{nullptr}, query{nullptr};
 
+ protected:
+  torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
+
  private:
   double scale_ = 1.0;  // 1 for dot, 1/sqrt(A) for scaled_dot
+};
+
+// additive: e_i = w^T tanh(key(a_i) + query(h)). Parameters: key [A, D] + bias (the paper's W_a,
+// b), query [A, H] without bias (W_h; the authors' Wd_att), score [1, A] without bias (w).
+class AdditiveAttentionImpl : public AttentionImpl {
+ public:
+  explicit AdditiveAttentionImpl(const AttentionOptions& options);
+  torch::Tensor query_weight() const override { return query->weight; }
+  torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
+
+  torch::nn::Linear key{nullptr}, query{nullptr}, score{nullptr};
+
+ protected:
+  torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
 };
 
 // general: e_i = h^T W a_i with W [H, D] (stored as key: a_i -> W a_i, no bias); the query is h.
 class GeneralAttentionImpl : public AttentionImpl {
  public:
   explicit GeneralAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(
-      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
   torch::Tensor query_weight() const override { return {}; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
 
   torch::nn::Linear key{nullptr};
+
+ protected:
+  torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
 };
 
 // multihead: N heads of scaled dot-product attention with K = A/N. Parameters: key [A, D] + bias,
@@ -220,8 +248,6 @@ class GeneralAttentionImpl : public AttentionImpl {
 class MultiheadAttentionImpl : public AttentionImpl {
  public:
   explicit MultiheadAttentionImpl(const AttentionOptions& options);
-  AttentionMemory remember(
-      const torch::Tensor& annotations, const torch::Tensor& mask = {}, PackedWeights packed = {}) override;
   torch::Tensor query_weight() const override { return query->weight; }
   torch::Tensor query_bias() const override { return query->bias; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
@@ -230,17 +256,17 @@ class MultiheadAttentionImpl : public AttentionImpl {
   torch::nn::Linear key{nullptr}, value{nullptr}, query{nullptr}, output{nullptr};
 
  protected:
+  torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
+  torch::Tensor memory_values(const torch::Tensor& annotations, AnnotationProjector& project) override;
   bool keeps_heads() const override { return true; }
+
+ private:
+  torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, L, A] -> [B, N, L, K]
 };
 
-// The attention registry: kind name -> builder. The built-in kinds are registered on first use.
+// The attention kinds by name: additive, dot, scaled_dot, general, multihead, and any added.
 using AttentionBuilder = std::function<Attention(const AttentionOptions&)>;
-
-// Adds or replaces a kind.
-void register_attention(const std::string& kind, AttentionBuilder builder);
-
-// The registered kinds, sorted.
-std::vector<std::string> attention_kinds();
+Registry<AttentionBuilder>& attention_registry();
 
 // Validates the options and builds the module of options.kind.
 Attention build_attention(const AttentionOptions& options);

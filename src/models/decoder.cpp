@@ -9,49 +9,37 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "config/config.h"
-#include "models/packed_linear.h"
-#include "models/time_shared.h"
+#include "kernels/packed_linear.h"
+#include "kernels/time_shared.h"
 
 namespace saccade {
 
+const EnumNames<Gate> kGateNames(
+    "gate", {{Gate::none, "none"}, {Gate::scalar, "scalar"}, {Gate::vector, "vector"}});
+const EnumNames<AttentionMode> kAttentionModeNames(
+    "attention mode", {{AttentionMode::soft, "soft"}, {AttentionMode::hard, "hard"}});
+const EnumNames<HardRead> kHardReadNames(
+    "hard-attention read", {{HardRead::argmax, "argmax"}, {HardRead::expectation, "expectation"}});
+
 std::string to_string(Gate gate) {
-  switch (gate) {
-    case Gate::none:
-      return "none";
-    case Gate::scalar:
-      return "scalar";
-    case Gate::vector:
-      return "vector";
-  }
-  return "?";
+  return kGateNames.name(gate);
 }
-
 Gate parse_gate(const std::string& name) {
-  for (Gate gate : {Gate::none, Gate::scalar, Gate::vector}) {
-    if (to_string(gate) == name) return gate;
-  }
-  throw std::invalid_argument("Unknown gate '" + name + "'; expected none, scalar or vector");
+  return kGateNames.parse(name);
 }
-
 std::string to_string(AttentionMode mode) {
-  return mode == AttentionMode::soft ? "soft" : "hard";
+  return kAttentionModeNames.name(mode);
 }
-
 AttentionMode parse_attention_mode(const std::string& name) {
-  if (name == "soft") return AttentionMode::soft;
-  if (name == "hard") return AttentionMode::hard;
-  throw std::invalid_argument("Unknown attention mode '" + name + "'; expected soft or hard");
+  return kAttentionModeNames.parse(name);
 }
-
 std::string to_string(HardRead read) {
-  return read == HardRead::argmax ? "argmax" : "expectation";
+  return kHardReadNames.name(read);
 }
-
 HardRead parse_hard_read(const std::string& name) {
-  if (name == "argmax") return HardRead::argmax;
-  if (name == "expectation") return HardRead::expectation;
-  throw std::invalid_argument("Unknown hard-attention read '" + name + "'; expected argmax or expectation");
+  return kHardReadNames.parse(name);
 }
 
 AttentionOptions DecoderOptions::attention() const {
@@ -72,9 +60,7 @@ DecoderOptions decoder_options_from(const Config& config) {
   options.attention_dim = config.get<int64_t>("decoder.attention.dim");
   options.attention_heads = config.get<int64_t>("decoder.attention.heads");
   options.attention_mode = config.get_parsed("decoder.attention.mode", parse_attention_mode);
-  // Added with hard attention: the configs of runs saved before it (all soft) lack the key.
-  if (config.has("decoder.attention.hard_expectation"))
-    options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
+  options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
   options.gate = config.get_parsed("decoder.gate", parse_gate);
   options.deep_output = config.get<bool>("decoder.deep_output");
   options.dropout = config.get<double>("decoder.dropout");

@@ -5,9 +5,6 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/utils.h>
 
-#include <algorithm>
-#include <map>
-#include <mutex>
 #include <stdexcept>
 
 #include "io/safetensors.h"
@@ -24,22 +21,6 @@ std::string shape_text(torch::IntArrayRef shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
-}
-
-struct Registry {
-  std::mutex mutex;
-  std::map<std::string, EncoderBuilder> builders;
-};
-
-Registry& registry() {
-  static Registry instance;
-  return instance;
-}
-
-std::string known_names() {
-  std::string text;
-  for (const auto& name : encoder_names()) text += (text.empty() ? "" : ", ") + name;
-  return text;
 }
 
 }  // namespace
@@ -70,11 +51,7 @@ EncoderOptions encoder_options_from(const Config& cfg) {
 }
 
 void validate(const EncoderOptions& options) {
-  const std::vector<std::string> names = encoder_names();
-  if (std::find(names.begin(), names.end(), options.name) == names.end()) {
-    throw std::invalid_argument(
-        "Unknown encoder '" + options.name + "' (encoder.name); known encoders: " + known_names());
-  }
+  encoder_registry().check(options.name, "encoder.name");
   if (options.weights.has_value() && options.weights->empty()) {
     throw std::invalid_argument("encoder.weights is an empty string; use null for random initialization");
   }
@@ -187,48 +164,38 @@ void EncoderImpl::train(bool on) {
   }
 }
 
-void register_encoder(const std::string& name, EncoderBuilder builder) {
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  if (!registry().builders.emplace(name, std::move(builder)).second) {
-    throw std::invalid_argument("An encoder named '" + name + "' is already registered");
+namespace {
+
+// small_cnn, resnet18..152, vgg16, vgg19, torchscript.
+Registry<EncoderBuilder>::Entries builtin_encoders() {
+  Registry<EncoderBuilder>::Entries builtins;
+  builtins.emplace_back(
+      "small_cnn", [](const EncoderOptions& o) { return std::make_shared<SmallCnnImpl>(o); });
+  for (const int depth : {18, 34, 50, 101, 152}) {
+    builtins.emplace_back("resnet" + std::to_string(depth), [depth](const EncoderOptions& o) {
+      return std::make_shared<ResNetImpl>(depth, o);
+    });
   }
+  for (const int depth : {16, 19}) {
+    builtins.emplace_back("vgg" + std::to_string(depth), [depth](const EncoderOptions& o) {
+      return std::make_shared<VggImpl>(depth, o);
+    });
+  }
+  builtins.emplace_back(
+      "torchscript", [](const EncoderOptions& o) { return std::make_shared<TorchScriptEncoderImpl>(o); });
+  return builtins;
 }
 
-void register_builtin_encoders() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_encoder("small_cnn", [](const EncoderOptions& o) { return std::make_shared<SmallCnnImpl>(o); });
-    for (const int depth : {18, 34, 50, 101, 152}) {
-      register_encoder("resnet" + std::to_string(depth), [depth](const EncoderOptions& o) {
-        return std::make_shared<ResNetImpl>(depth, o);
-      });
-    }
-    for (const int depth : {16, 19}) {
-      register_encoder("vgg" + std::to_string(depth), [depth](const EncoderOptions& o) {
-        return std::make_shared<VggImpl>(depth, o);
-      });
-    }
-    register_encoder(
-        "torchscript", [](const EncoderOptions& o) { return std::make_shared<TorchScriptEncoderImpl>(o); });
-  });
-}
+}  // namespace
 
-std::vector<std::string> encoder_names() {
-  register_builtin_encoders();
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  std::vector<std::string> names;
-  for (const auto& [name, builder] : registry().builders) names.push_back(name);
-  return names;
+Registry<EncoderBuilder>& encoder_registry() {
+  static Registry<EncoderBuilder> registry("encoder", builtin_encoders());
+  return registry;
 }
 
 Encoder build_encoder(const EncoderOptions& options) {
   validate(options);
-  EncoderBuilder builder;
-  {
-    std::lock_guard<std::mutex> lock(registry().mutex);
-    builder = registry().builders.at(options.name);
-  }
-  std::shared_ptr<EncoderImpl> encoder = builder(options);
+  std::shared_ptr<EncoderImpl> encoder = encoder_registry().get(options.name)(options);
   if (options.weights.has_value()) {
     LoadStateDictOptions load;
     load.ignored_prefixes = {"fc.", "classifier.", "head.", "pre_logits."};

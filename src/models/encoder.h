@@ -34,13 +34,14 @@
 #include <string>
 #include <vector>
 
+#include "base/registry.h"
 #include "config/config.h"
 
 namespace saccade {
 
 struct EncoderOptions {
   // Registry name: small_cnn, resnet18, resnet34, resnet50, resnet101, resnet152, vgg16, vgg19,
-  // torchscript, or any name added with register_encoder().
+  // torchscript, or any name added to encoder_registry().
   std::string name = "small_cnn";
   // A safetensors file of weights in torchvision/timm naming; nullopt = random init
   // (torchvision's init: Kaiming-normal convolutions, BatchNorm 1/0). Keys of the parts an
@@ -126,14 +127,8 @@ TORCH_MODULE(Encoder);
 // Builds an encoder from its parts, as the registry entries do.
 using EncoderBuilder = std::function<std::shared_ptr<EncoderImpl>(const EncoderOptions&)>;
 
-// Adds a builder under `name`; throws std::invalid_argument if the name is taken.
-void register_encoder(const std::string& name, EncoderBuilder builder);
-
-// Registers small_cnn, resnet18..152, vgg16, vgg19 and torchscript (once; thread-safe).
-void register_builtin_encoders();
-
-// Registered names, sorted.
-std::vector<std::string> encoder_names();
+// The encoders by name: small_cnn, resnet18..152, vgg16, vgg19, torchscript, and any added.
+Registry<EncoderBuilder>& encoder_registry();
 
 // Validates `options`, builds the named encoder, loads `weights` (ignoring cut-off parts' keys),
 // applies trainable_blocks and leaves it in training mode (BatchNorm per the rules above).

@@ -6,26 +6,30 @@
 #include <limits>
 #include <stdexcept>
 
+#include "base/enum_names.h"
+
 namespace saccade {
 
+const EnumNames<XentReduction> kXentReductionNames(
+    "cross-entropy reduction",
+    {{XentReduction::per_caption, "per_caption"}, {XentReduction::per_token, "per_token"}});
+const EnumNames<HardReward> kHardRewardNames(
+    "hard-attention reward", {{HardReward::per_word, "per_word"}, {HardReward::per_caption, "per_caption"}});
+
 XentReduction parse_xent_reduction(const std::string& name) {
-  if (name == "per_caption") return XentReduction::per_caption;
-  if (name == "per_token") return XentReduction::per_token;
-  throw std::invalid_argument("train.xent_reduction must be per_caption or per_token, got '" + name + "'");
+  return kXentReductionNames.parse(name);
 }
 
 std::string to_string(XentReduction reduction) {
-  return reduction == XentReduction::per_caption ? "per_caption" : "per_token";
+  return kXentReductionNames.name(reduction);
 }
 
 HardReward parse_hard_reward(const std::string& name) {
-  if (name == "per_word") return HardReward::per_word;
-  if (name == "per_caption") return HardReward::per_caption;
-  throw std::invalid_argument("train.hard.reward must be per_word or per_caption, got '" + name + "'");
+  return kHardRewardNames.parse(name);
 }
 
 std::string to_string(HardReward reward) {
-  return reward == HardReward::per_word ? "per_word" : "per_caption";
+  return kHardRewardNames.name(reward);
 }
 
 torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps) {

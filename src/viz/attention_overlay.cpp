@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/enum_names.h"
+
 namespace saccade {
 namespace {
 
@@ -83,53 +85,38 @@ std::vector<std::string> wrap_text(const std::string& text, int width, double sc
 
 }  // namespace
 
+const EnumNames<Upsample> kUpsampleNames(
+    "upsampling",
+    {{Upsample::nearest, "nearest"}, {Upsample::bilinear, "bilinear"}, {Upsample::bicubic, "bicubic"}});
+const EnumNames<OverlayMode> kOverlayModeNames(
+    "overlay mode", {{OverlayMode::heatmap, "heatmap"}, {OverlayMode::darken, "darken"}});
+const EnumNames<AttentionScale> kAttentionScaleNames(
+    "attention scale", {{AttentionScale::per_word, "per_word"}, {AttentionScale::absolute, "absolute"}});
+const EnumNames<HeadView> kHeadViewNames("head view", {{HeadView::mean, "mean"}, {HeadView::each, "each"}});
+
 std::string to_string(Upsample upsample) {
-  switch (upsample) {
-    case Upsample::nearest:
-      return "nearest";
-    case Upsample::bilinear:
-      return "bilinear";
-    case Upsample::bicubic:
-      return "bicubic";
-  }
-  return "?";
+  return kUpsampleNames.name(upsample);
 }
-
 Upsample parse_upsample(const std::string& name) {
-  if (name == "nearest") return Upsample::nearest;
-  if (name == "bilinear") return Upsample::bilinear;
-  if (name == "bicubic") return Upsample::bicubic;
-  throw std::invalid_argument("viz.upsample must be nearest, bilinear or bicubic, got '" + name + "'");
+  return kUpsampleNames.parse(name);
 }
-
 std::string to_string(OverlayMode mode) {
-  return mode == OverlayMode::heatmap ? "heatmap" : "darken";
+  return kOverlayModeNames.name(mode);
 }
-
 OverlayMode parse_overlay_mode(const std::string& name) {
-  if (name == "heatmap") return OverlayMode::heatmap;
-  if (name == "darken") return OverlayMode::darken;
-  throw std::invalid_argument("viz.mode must be heatmap or darken, got '" + name + "'");
+  return kOverlayModeNames.parse(name);
 }
-
 std::string to_string(AttentionScale scale) {
-  return scale == AttentionScale::per_word ? "per_word" : "absolute";
+  return kAttentionScaleNames.name(scale);
 }
-
 AttentionScale parse_attention_scale(const std::string& name) {
-  if (name == "per_word") return AttentionScale::per_word;
-  if (name == "absolute") return AttentionScale::absolute;
-  throw std::invalid_argument("viz.normalize must be per_word or absolute, got '" + name + "'");
+  return kAttentionScaleNames.parse(name);
 }
-
 std::string to_string(HeadView view) {
-  return view == HeadView::mean ? "mean" : "each";
+  return kHeadViewNames.name(view);
 }
-
 HeadView parse_head_view(const std::string& name) {
-  if (name == "mean") return HeadView::mean;
-  if (name == "each") return HeadView::each;
-  throw std::invalid_argument("viz.heads must be mean or each, got '" + name + "'");
+  return kHeadViewNames.parse(name);
 }
 
 VizOptions viz_options_from(const Config& config) {
@@ -137,13 +124,13 @@ VizOptions viz_options_from(const Config& config) {
   options.panel_size = config.get<int64_t>("viz.panel_size");
   options.columns = config.get<int64_t>("viz.columns");
   options.label_height = config.get<int64_t>("viz.label_height");
-  options.upsample = parse_upsample(config.get<std::string>("viz.upsample"));
+  options.upsample = config.get_parsed("viz.upsample", parse_upsample);
   options.smooth_sigma = config.get<double>("viz.smooth_sigma");
-  options.mode = parse_overlay_mode(config.get<std::string>("viz.mode"));
+  options.mode = config.get_parsed("viz.mode", parse_overlay_mode);
   options.heatmap_opacity = config.get<double>("viz.heatmap_opacity");
   options.darken_floor = config.get<double>("viz.darken_floor");
-  options.normalize = parse_attention_scale(config.get<std::string>("viz.normalize"));
-  options.heads = parse_head_view(config.get<std::string>("viz.heads"));
+  options.normalize = config.get_parsed("viz.normalize", parse_attention_scale);
+  options.heads = config.get_parsed("viz.heads", parse_head_view);
   options.sample_images = config.get<int64_t>("viz.sample_images");
   return options;
 }

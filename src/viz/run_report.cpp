@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/text.h"
 #include "data/vocabulary.h"
 #include "io/json.h"
 #include "io/metrics_csv.h"
@@ -157,12 +158,12 @@ std::string summary_section(const fs::path& run_dir, const std::optional<Metrics
   if (fs::exists(run_dir / "run.yaml")) {
     const YAML::Node run = read_yaml(run_dir / "run.yaml");
     item("command", join_words(run["argv"].as<std::vector<std::string>>()));
-    std::string choices;
+    std::vector<std::string> choices;
     for (const auto& choice : run["choices"]) {
       const std::string value = choice.second.IsNull() ? "null" : choice.second.as<std::string>();
-      choices += (choices.empty() ? "" : ", ") + choice.first.as<std::string>() + "=" + value;
+      choices.push_back(choice.first.as<std::string>() + "=" + value);
     }
-    item("config choices", choices);
+    item("config choices", join(choices, ", "));
     if (run["started"]) item("started", run["started"].as<std::string>());
     if (run["host"]) item("host", run["host"].as<std::string>());
     if (run["version"] && run["commit"])
@@ -208,12 +209,12 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
     if (shapes == nullptr) continue;
     rows += "<tr><td>" +
             xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
-            "</td>" + number_cell(shapes->at("pointing_accuracy").as_double(), 3) +
-            number_cell(shapes->at("pointing_baseline").as_double(), 3) + "<td class=\"number\">" +
+            "</td>" + number_cell(json_number(*shapes, "pointing_accuracy"), 3) +
+            number_cell(json_number(*shapes, "pointing_baseline"), 3) + "<td class=\"number\">" +
             std::to_string(shapes->at("pointing_words").as_int64()) + "</td>" +
-            number_cell(shapes->at("content_accuracy").as_double(), 3) + "<td class=\"number\">" +
+            number_cell(json_number(*shapes, "content_accuracy"), 3) + "<td class=\"number\">" +
             std::to_string(shapes->at("object_mentions").as_int64()) + "</td>" +
-            number_cell(shapes->at("relation_accuracy").as_double(), 3) + "<td class=\"number\">" +
+            number_cell(json_number(*shapes, "relation_accuracy"), 3) + "<td class=\"number\">" +
             std::to_string(shapes->at("relations").as_int64()) + "</td></tr>\n";
   }
   if (rows.empty()) return "";

@@ -1,12 +1,11 @@
-// Sample overlays: greedy captioning of preprocessed images and one figure file per image.
+// Sample overlays: one figure file per captioned image, and their index.
 #include "viz/sample_overlays.h"
-
-#include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 
+#include "decode/decode_split.h"
 #include "io/json.h"
 
 namespace saccade {
@@ -25,23 +24,6 @@ std::string file_safe(const std::string& id) {
 }
 
 }  // namespace
-
-std::vector<DecodedCaption> caption_images(
-    CaptionerImpl& model, const torch::Tensor& crops, const ImageOptions& image, const BeamOptions& search) {
-  validate(search);
-  c10::InferenceMode inference;
-  const bool was_training = model.is_training();
-  model.eval();
-  const auto annotations = model.encode(normalize_images(crops, image));  // [B, L, D]
-  std::vector<DecodedCaption> captions;
-  if (search.beam_size > 1) {
-    captions = beam_search(*model.decoder, annotations, search);
-  } else {
-    captions = greedy_search(*model.decoder, annotations, greedy_options_of(search));
-  }
-  if (was_training) model.train();
-  return captions;
-}
 
 AttentionFigure make_attention_figure(
     CaptionerImpl& model,
@@ -69,11 +51,6 @@ std::vector<SampleOverlay> write_sample_overlays(
     const VizOptions& viz,
     const std::filesystem::path& out_dir) {
   validate(viz);
-  BeamOptions greedy;
-  greedy.beam_size = 1;
-  greedy.max_length = search.max_length;
-  greedy.start_id = search.start_id;
-  greedy.end_id = search.end_id;
   std::filesystem::create_directories(out_dir);
   const int64_t total = std::min(count, dataset.size());
   std::vector<SampleOverlay> written;
@@ -84,7 +61,7 @@ std::vector<SampleOverlay> write_sample_overlays(
       samples.push_back(dataset.get(i));
       crops.push_back(samples.back().image);
     }
-    const auto captions = caption_images(model, torch::stack(crops), image, greedy);  // B captions
+    const auto captions = caption_images(model, torch::stack(crops), image, search);  // B captions
     for (size_t b = 0; b < samples.size(); ++b) {
       SampleOverlay overlay;
       overlay.image_id = samples[b].image_id;

@@ -1,8 +1,7 @@
-// Sample overlays: caption preprocessed images with a trained model and draw where each word
-// looked, for `saccade caption`, `saccade visualize` and the end of training.
+// Sample overlays: draw where each word of a caption looked, for `saccade caption`, `saccade
+// visualize` and the end of training.
 //
-//   std::vector<DecodedCaption> captions = caption_images(*model, crops, image_options, beam_options);
-//   // At the end of training (test_set: a per-image CaptionDataset):
+//   // test_set: a per-image CaptionDataset
 //   write_sample_overlays(*model, vocabulary, *test_set, viz.sample_images, image_options, search,
 //                         viz, run_dir / "samples");
 //
@@ -19,19 +18,11 @@
 #include "data/dataset.h"
 #include "data/image_pipeline.h"
 #include "data/vocabulary.h"
-#include "decode/beam_search.h"
 #include "decode/search.h"
 #include "models/captioner.h"
 #include "viz/attention_overlay.h"
 
 namespace saccade {
-
-// Captions of `crops` uint8 [B, crop, crop, 3] (the pipeline's output, not normalized):
-// normalizes them with `image`, encodes and decodes under inference mode; search.beam_size 1 is
-// greedy_search (max_length, start_id, end_id), K > 1 beam_search. The model's training mode is
-// restored afterwards.
-std::vector<DecodedCaption> caption_images(
-    CaptionerImpl& model, const torch::Tensor& crops, const ImageOptions& image, const BeamOptions& search);
 
 // The figure of one captioned crop: the words of `caption`, its alphas on the encoder's grid for
 // that crop, and `notes` below the panels.
@@ -58,7 +49,7 @@ struct SampleOverlay {
 inline constexpr const char* kSamplesIndex = "samples.json";
 
 // Captions the first `count` samples of `dataset` (one sample per image: a val/test
-// CaptionDataset, or a SubsetDataset of one) with greedy search and writes each figure, with the generated
+// CaptionDataset, or a SubsetDataset of one) with `search` and writes each figure, with the generated
 // caption and the references as notes, to out_dir/<position, 3 digits>_<image id>.png (characters other than
 // letters, digits, '-', '_' and '.' in the id become '_') and their index to out_dir/samples.json.
 // Creates out_dir. Returns what was written, in dataset order. Throws std::runtime_error when a

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -264,6 +265,56 @@ TEST_F(CaptionTest, BeamSearchCaptionsWithAttentionAndRejectsZeroBeams) {
   const auto zero = run_saccade({"caption", "x.png", "--run", run_.string(), "--beam", "0"}, work_->path());
   EXPECT_EQ(zero.exit_code, 2);
   EXPECT_NE(zero.err.find("--beam must be a positive integer, got '0'"), std::string::npos) << zero.err;
+}
+
+// image id -> (caption, log-probability) from a samples folder's index.
+std::map<std::string, std::pair<std::string, double>> sample_index(const std::filesystem::path& samples) {
+  std::map<std::string, std::pair<std::string, double>> index;
+  for (const auto& sample : YAML::LoadFile((samples / "samples.json").string())) {
+    index[sample["image_id"].as<std::string>()] = {
+        sample["caption"].as<std::string>(), sample["log_prob"].as<double>()};
+  }
+  return index;
+}
+
+// A hard-attention smoke run (decoder=hard) visualized with either read of the context.
+TEST(HardRun, VisualizeReadsTheContextThatDecodeHardReadNames) {
+  TempDir work;
+  const auto run = work / "hard";
+  const auto trained = run_saccade(
+      {"train", "-cp", (source_dir() / "configs").string(), "experiment=smoke", "decoder=hard",
+       "run.dir=" + run.string()},
+      work.path());
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  EXPECT_EQ(
+      YAML::LoadFile((run / "config.yaml").string())["decoder"]["attention"]["mode"].as<std::string>(),
+      "hard");
+
+  const auto visualize = [&](const std::string& read) {
+    const auto result = run_saccade(
+        {"visualize", "--run", run.string(), "--n", "8", "decode.hard_read=" + read}, work.path());
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return sample_index(run / "samples");
+  };
+  const auto chosen_cell = visualize("argmax");
+  const auto expected_context = visualize("expectation");
+  ASSERT_EQ(expected_context.size(), 8u);
+  // The two reads give other contexts, so other probabilities for the same images.
+  int differing = 0;
+  for (const auto& [id, sample] : expected_context) differing += sample.second != chosen_cell.at(id).second;
+  EXPECT_GT(differing, 0);
+
+  // And `saccade eval` with the same read (greedy) writes the same captions.
+  const auto evaluated = run_saccade(
+      {"eval", "--run", run.string(), "decode.beam_size=1", "decode.hard_read=expectation"}, work.path());
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
+  const YAML::Node results = YAML::LoadFile((run / "results/test.json").string());
+  ASSERT_EQ(results.size(), 8u);
+  for (const auto& result : results) {
+    const std::string id = result["image_id"].as<std::string>();
+    ASSERT_EQ(expected_context.count(id), 1u) << id;
+    EXPECT_EQ(expected_context.at(id).first, result["caption"].as<std::string>()) << id;
+  }
 }
 
 }  // namespace

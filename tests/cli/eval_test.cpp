@@ -71,11 +71,15 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
   EXPECT_GE(scores["corpus"]["cider_d"].as<double>(), 0.0);
   EXPECT_TRUE(scores["corpus"]["meteor"].IsNull());
   EXPECT_EQ(scores["per_image"].size(), 8u);
-  for (const char* metric :
-       {"pointing_accuracy", "pointing_baseline", "content_accuracy", "relation_accuracy"}) {
-    const double value = scores["shapes"][metric].as<double>();
-    EXPECT_GE(value, 0.0) << metric;
-    EXPECT_LE(value, 1.0) << metric;
+  // A ratio is null exactly when its count is 0 (n/a, never 0), else in [0, 1].
+  for (const auto& [metric, count] :
+       {std::pair{"pointing_accuracy", "pointing_words"}, std::pair{"pointing_baseline", "pointing_words"},
+        std::pair{"content_accuracy", "object_mentions"}, std::pair{"relation_accuracy", "relations"}}) {
+    const YAML::Node value = scores["shapes"][metric];
+    ASSERT_EQ(value.IsNull(), scores["shapes"][count].as<int>() == 0) << metric;
+    if (value.IsNull()) continue;
+    EXPECT_GE(value.as<double>(), 0.0) << metric;
+    EXPECT_LE(value.as<double>(), 1.0) << metric;
   }
 }
 

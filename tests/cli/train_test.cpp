@@ -187,7 +187,9 @@ TEST(Train, BadTrainOptionIsConfigError) {
   TempDir work;
   const auto result = train_smoke(work.path(), {"train.optimizer=sgd"});
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("train.optimizer must be adam or rmsprop, got 'sgd'"), std::string::npos)
+  EXPECT_NE(
+      result.err.find("train.optimizer: Unknown optimizer 'sgd'; expected adam or rmsprop"),
+      std::string::npos)
       << result.err;
 }
 
@@ -207,6 +209,14 @@ TEST(Train, FrozenEncoderTrainsFromExtractedFeatures) {
   const auto trainable = train_smoke(work.path(), {"train.features=features"});
   EXPECT_EQ(trainable.exit_code, 2);
   EXPECT_NE(trainable.err.find("train.features needs a frozen encoder"), std::string::npos) << trainable.err;
+
+  // Cached annotations come from unaugmented images: augmentation could not reach the model.
+  const auto augmented = train_smoke(
+      work.path(),
+      {"encoder.trainable_blocks=0", "train.features=features", "dataset.augment.brightness=0.2"});
+  EXPECT_EQ(augmented.exit_code, 2);
+  EXPECT_NE(augmented.err.find("train.features and dataset.augment cannot be combined"), std::string::npos)
+      << augmented.err;
 }
 
 }  // namespace

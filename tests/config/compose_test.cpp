@@ -2,6 +2,7 @@
 // and the errors Hydra 1.3 gives for each. Expectations are worked by hand from Hydra's rules.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include "config/config.h"
 #include "config_test_helpers.h"
@@ -272,6 +273,21 @@ TEST_F(ComposeTest, DefaultsListErrors) {
   EXPECT_CONFIG_ERROR(compose(), "In 'config': Could not load 'shared/nope'.");
   write("config.yaml", "defaults: shapes\n");
   EXPECT_CONFIG_ERROR(compose(), "Invalid defaults list in 'config', defaults must be a list.");
+}
+
+TEST_F(ComposeTest, OverlayMergesAfterTheDefaultsAndBeforeTheOverrides) {
+  // A saved run's config: it sets an existing value, lacks others, and has keys today's tree lacks.
+  ComposeRequest request{dir_.path(), "config", {"train.lr=0.5"}};
+  request.overlay =
+      YAML::Load("train: {lr: 0.2, batch_size: 8, retired: 1}\ndataset: {size: 32}\nold: {a: 1}\n");
+  const Composition c = saccade::compose(request);
+  EXPECT_EQ(c.config.get<double>("train.lr"), 0.5);     // the override wins
+  EXPECT_EQ(c.config.get<int>("train.batch_size"), 8);  // the overlay beats the defaults
+  EXPECT_EQ(c.config.get<int>("dataset.size"), 32);
+  EXPECT_EQ(c.config.get<std::string>("dataset.name"), "shapes");  // absent in the overlay: today's
+  EXPECT_EQ(c.config.get<int>("old.a"), 1);                        // kept
+  EXPECT_THAT(c.overlay_only_keys, ElementsAre("train.retired", "old"));
+  EXPECT_TRUE(compose().overlay_only_keys.empty());
 }
 
 TEST_F(ComposeTest, MissingDirectoryAndPrimaryConfig) {

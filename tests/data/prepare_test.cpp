@@ -93,16 +93,20 @@ TEST(DatasetOptions, ReadFromTheShippedConfigs) {
 }
 
 TEST(DatasetOptions, RegisteredKindsAreReadAndListed) {
-  register_dataset_kind("fixture", [](const DatasetOptions& options) {
+  static int registrations = 0;  // unique per run, so --gtest_repeat works
+  const std::string kind = "fixture_" + std::to_string(registrations++);
+  const CorpusReader reader = [](const DatasetOptions& options) {
     return read_karpathy_split(options.split_file, options.images_dir);
-  });
+  };
+  dataset_registry().add(kind, reader);
   TempDir dir;
   DatasetOptions options = coco_fixture(dir);
-  options.kind = "fixture";
+  options.kind = kind;
   EXPECT_NO_THROW(validate(options));
   EXPECT_EQ(read_corpus(options).images.size(), 4u);
-  const auto kinds = dataset_kinds();
-  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "fixture"), kinds.end());
+  const auto kinds = dataset_registry().names();
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end());
+  EXPECT_THROW(dataset_registry().add(kind, reader), std::invalid_argument);
 }
 
 TEST(DatasetOptions, EnumNamesRoundTrip) {
@@ -124,7 +128,10 @@ TEST(DatasetOptions, ValidateNamesKindsAndSplits) {
   } catch (const std::invalid_argument& error) {
     // Other tests may register more kinds; the built-in ones are always listed.
     const std::string message = error.what();
-    EXPECT_EQ(message.rfind("Unknown dataset.kind 'imagenet'; known kinds: coco_captions, ", 0), 0u)
+    EXPECT_EQ(
+        message.rfind(
+            "dataset.kind: Unknown dataset kind 'imagenet'; known dataset kinds: coco_captions, ", 0),
+        0u)
         << message;
     EXPECT_NE(message.find("karpathy, shapes"), std::string::npos) << message;
   }

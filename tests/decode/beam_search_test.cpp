@@ -1,15 +1,17 @@
 // Beam search: equality with greedy at beam 1, hand-worked Markov-chain decoders where the beam
 // beats greedy, min length, <unk> blocking, length normalization, captions that never end,
 // batching, option validation.
-#include "decode/beam_search.h"
+#include "decode/search.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "tiny_decoder.h"
@@ -62,8 +64,8 @@ AttentionLSTMDecoder garden_path_decoder() {
        {{kD, kEnd}, 1.0}});
 }
 
-BeamOptions beam(int64_t size, int64_t max_length = 5) {
-  BeamOptions options;
+SearchOptions beam(int64_t size, int64_t max_length = 5) {
+  SearchOptions options;
   options.beam_size = size;
   options.max_length = max_length;
   return options;
@@ -234,30 +236,55 @@ TEST_F(RandomDecoderTest, CaptionSearchPicksTheStrategy) {
   for (size_t b = 0; b < captions.size(); ++b) EXPECT_EQ(captions[b].tokens, direct[b].tokens);
 }
 
-TEST(BeamOptions, ReadsTheDecodeKeys) {
+TEST(SearchOptions, ReadsTheDecodeKeys) {
   const Config config(YAML::Load(
-      "decode: {beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: true}"));
-  const BeamOptions options = beam_options_from(config);
+      "decode: {beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: true, "
+      "hard_read: expectation}"));
+  const SearchOptions options = search_options_from(config);
   EXPECT_EQ(options.beam_size, 5);
   EXPECT_EQ(options.max_length, 16);
   EXPECT_EQ(options.min_length, 2);
   EXPECT_DOUBLE_EQ(options.length_penalty, 0.7);
   EXPECT_TRUE(options.block_unk);
-  // A decode section saved before hard attention existed: the default read.
-  EXPECT_EQ(options.hard_read, HardRead::argmax);
-  const Config hard(
-      YAML::Load("decode: {beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, block_unk: false, "
-                 "hard_read: expectation}"));
-  EXPECT_EQ(beam_options_from(hard).hard_read, HardRead::expectation);
-  EXPECT_EQ(greedy_options_of(beam_options_from(hard)).hard_read, HardRead::expectation);
+  EXPECT_EQ(options.hard_read, HardRead::expectation);
+  // The special tokens are the Vocabulary's, never set by hand.
+  EXPECT_EQ(options.start_id, Vocabulary::kStart);
+  EXPECT_EQ(options.end_id, Vocabulary::kEnd);
+  EXPECT_EQ(options.unk_id, Vocabulary::kUnk);
   const Config bad(
       YAML::Load("decode: {beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, block_unk: false, "
                  "hard_read: sample}"));
-  EXPECT_THROW(beam_options_from(bad), ConfigError);
+  try {
+    search_options_from(bad);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(
+        std::string(error.what()),
+        "decode.hard_read: Unknown hard-attention read 'sample'; expected argmax or expectation");
+  }
 }
 
-TEST(BeamOptions, RejectsBadValues) {
-  auto expect_error = [](BeamOptions options, const std::string& prefix) {
+TEST(SearchOptions, GreedyIsChosenOnlyWhenItGivesWhatIsAsked) {
+  SearchOptions options;
+  EXPECT_TRUE(greedy_suffices(options));
+  EXPECT_EQ(make_caption_search(options)->describe(), "greedy");
+  options.length_penalty = 1.0;  // one hypothesis: the penalty ranks nothing
+  EXPECT_EQ(make_caption_search(options)->describe(), "greedy");
+  for (const auto& change : std::vector<std::function<void(SearchOptions&)>>{
+           [](SearchOptions& o) { o.beam_size = 2; }, [](SearchOptions& o) { o.min_length = 1; },
+           [](SearchOptions& o) { o.block_unk = true; }}) {
+    SearchOptions asked;
+    change(asked);
+    EXPECT_FALSE(greedy_suffices(asked));
+    EXPECT_EQ(make_caption_search(asked)->describe(), "beam " + std::to_string(asked.beam_size));
+    EXPECT_THROW(
+        GreedySearch{asked}.search(*markov_decoder({{{kStart, kEnd}, 1.0}}), two_images()),
+        std::invalid_argument);
+  }
+}
+
+TEST(SearchOptions, RejectsBadValues) {
+  auto expect_error = [](SearchOptions options, const std::string& prefix) {
     try {
       validate(options);
       ADD_FAILURE() << "no error for " << prefix;

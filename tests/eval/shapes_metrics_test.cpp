@@ -57,28 +57,35 @@ TEST(ShapesMetrics, HandWorkedSplit) {
 
   const ShapesScores scores = finish(tally);
   EXPECT_EQ(scores.pointing_words, 3);
-  EXPECT_DOUBLE_EQ(scores.pointing_accuracy, 2.0 / 3.0);
-  EXPECT_DOUBLE_EQ(scores.pointing_baseline, (4.0 + 4.0 + 2.0) / 16.0 / 3.0);
+  EXPECT_DOUBLE_EQ(scores.pointing_accuracy.value(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(scores.pointing_baseline.value(), (4.0 + 4.0 + 2.0) / 16.0 / 3.0);
   // Mentions: 2 (both match) + 2 (1) + 2 (2) + 1 (1) + 0 + 1 (1) = 8, 7 matched.
   EXPECT_EQ(scores.object_mentions, 8);
-  EXPECT_DOUBLE_EQ(scores.content_accuracy, 7.0 / 8.0);
+  EXPECT_DOUBLE_EQ(scores.content_accuracy.value(), 7.0 / 8.0);
   EXPECT_EQ(scores.relations, 2);
-  EXPECT_DOUBLE_EQ(scores.relation_accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(scores.relation_accuracy.value(), 0.5);
 }
 
 TEST(ShapesMetrics, WrongColorDoesNotMatch) {
   ShapesTally tally;
   add_shapes_caption(tally, objects(), words({"a", "green", "circle", "below", "a", "red", "star"}), kGrid);
   const ShapesScores scores = finish(tally);
-  EXPECT_DOUBLE_EQ(scores.content_accuracy, 0.5);
-  EXPECT_DOUBLE_EQ(scores.relation_accuracy, 0.0);  // no green circle, so nothing can stand below
+  EXPECT_DOUBLE_EQ(scores.content_accuracy.value(), 0.5);
+  EXPECT_DOUBLE_EQ(scores.relation_accuracy.value(), 0.0);  // no green circle, so nothing can stand below
 }
 
-TEST(ShapesMetrics, EmptyTallyGivesZeros) {
+TEST(ShapesMetrics, EmptyTallyHasNoScoresNotZeros) {
   const ShapesScores scores = finish(ShapesTally{});
   EXPECT_EQ(scores.pointing_words, 0);
-  EXPECT_EQ(scores.pointing_accuracy, 0.0);
-  EXPECT_EQ(scores.content_accuracy, 0.0);
+  EXPECT_FALSE(scores.pointing_accuracy.has_value());
+  EXPECT_FALSE(scores.pointing_baseline.has_value());
+  EXPECT_FALSE(scores.content_accuracy.has_value());
+  EXPECT_FALSE(scores.relation_accuracy.has_value());
+  EXPECT_EQ(
+      describe(scores),
+      "  pointing game      n/a  (random attention n/a, 0 words)\n"
+      "  content accuracy   n/a  (0 object mentions)\n"
+      "  relation accuracy  n/a  (0 relations)\n");
 }
 
 TEST(ShapesMetrics, RejectsMismatchedAttention) {

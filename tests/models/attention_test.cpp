@@ -312,7 +312,8 @@ TEST_F(AttentionTest, ValidationNamesTheProblem) {
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
     const std::string expected =
-        "Unknown attention kind 'bahdanau'; known kinds: additive, dot, general, multihead, scaled_dot";
+        "Unknown attention kind 'bahdanau'; known attention kinds: additive, dot, general, multihead, "
+        "scaled_dot";
     EXPECT_EQ(std::string(error.what()).rfind(expected, 0), 0u) << error.what();
   }
   options = small_options("multihead");
@@ -329,15 +330,20 @@ TEST_F(AttentionTest, ValidationNamesTheProblem) {
       std::invalid_argument);
 }
 
-TEST_F(AttentionTest, RegistryAcceptsNewKinds) {
-  register_attention("test_general_copy", [](const AttentionOptions& options) {
+TEST_F(AttentionTest, RegistryAcceptsNewKindsAndRejectsTakenNames) {
+  static int registrations = 0;  // unique per run, so --gtest_repeat works
+  const std::string kind = "test_general_copy_" + std::to_string(registrations++);
+  const AttentionBuilder builder = [](const AttentionOptions& options) {
     return Attention(std::shared_ptr<AttentionImpl>(std::make_shared<GeneralAttentionImpl>(options)));
-  });
-  const auto kinds = attention_kinds();
-  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "test_general_copy"), kinds.end());
-  auto attention = build_attention(small_options("test_general_copy"));
+  };
+  attention_registry().add(kind, builder);
+  const auto kinds = attention_registry().names();
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end());
+  auto attention = build_attention(small_options(kind));
   const auto step = attention->forward(attention->remember(torch::randn({1, 5, 6})), torch::randn({1, 4}));
   EXPECT_EQ(step.alpha.sizes(), torch::IntArrayRef({1, 5}));
+  EXPECT_THROW(attention_registry().add(kind, builder), std::invalid_argument);
+  EXPECT_THROW(attention_registry().add("additive", builder), std::invalid_argument);
 }
 
 TEST(HardContextReader, DecodingReadsTheMostLikelyLocation) {

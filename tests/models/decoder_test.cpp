@@ -357,11 +357,8 @@ TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
   EXPECT_TRUE(options.deep_output);
   EXPECT_EQ(options.vocab_size, 0);  // from the data, never the config
   EXPECT_EQ(options.hard_expectation, 0.5);
-  // A run saved before hard attention existed has no hard_expectation: it still loads.
   root["decoder"]["attention"]["hard_expectation"] = 0.25;
   EXPECT_EQ(decoder_options_from(Config(root)).hard_expectation, 0.25);
-  root["decoder"]["attention"].remove("hard_expectation");
-  EXPECT_EQ(decoder_options_from(Config(root)).hard_expectation, DecoderOptions().hard_expectation);
   root["decoder"]["gate"] = "sometimes";
   try {
     decoder_options_from(Config(root));

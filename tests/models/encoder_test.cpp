@@ -245,7 +245,7 @@ TEST_F(EncoderTest, SmallCnnBatchNormTrainsAndFrozenStagesStayInEval) {
 }
 
 TEST_F(EncoderTest, RegistryListsBuiltinsAndRejectsUnknownNames) {
-  const auto names = encoder_names();
+  const auto names = encoder_registry().names();
   for (const char* name :
        {"small_cnn", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "vgg16", "vgg19",
         "torchscript"}) {
@@ -257,13 +257,13 @@ TEST_F(EncoderTest, RegistryListsBuiltinsAndRejectsUnknownNames) {
 
   static int registrations = 0;  // unique per run, so --gtest_repeat works
   const std::string custom = "test_tiny_" + std::to_string(registrations++);
-  register_encoder(custom, [](const EncoderOptions& o) {
+  encoder_registry().add(custom, [](const EncoderOptions& o) {
     EncoderOptions tiny = o;
     tiny.channels = {2};
     return std::make_shared<SmallCnnImpl>(tiny);
   });
   EXPECT_EQ(build_encoder(options_for(custom, -1))->annotation_dim(), 2);
-  EXPECT_THROW(register_encoder(custom, nullptr), std::invalid_argument);
+  EXPECT_THROW(encoder_registry().add(custom, nullptr), std::invalid_argument);
 }
 
 TEST_F(EncoderTest, ValidateNamesEachBrokenRule) {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "data/feature_cache.h"
 #include "io/safetensors.h"
-#include "models/feature_cache.h"
 #include "models/small_cnn.h"
 #include "models/weights.h"
 #include "test_util.h"

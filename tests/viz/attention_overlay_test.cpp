@@ -333,7 +333,7 @@ TEST(VizOptions, BadValuesAreErrors) {
     parse_overlay_mode("glow");
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_EQ(std::string(error.what()), "viz.mode must be heatmap or darken, got 'glow'");
+    EXPECT_EQ(std::string(error.what()), "Unknown overlay mode 'glow'; expected heatmap or darken");
   }
   EXPECT_EQ(parse_upsample(to_string(Upsample::bicubic)), Upsample::bicubic);
   EXPECT_EQ(parse_head_view(to_string(HeadView::each)), HeadView::each);

@@ -1,20 +1,20 @@
 // ShapesEvaluator: the shapes-world metrics (eval/shapes_metrics.h) fed straight from decoded
-// captions, for `saccade eval` and the trainer's final summary.
+// captions, for decode_split (training's test pass and `saccade eval`).
 //
 //   ShapesEvaluator shapes(dataset_options);                // reads <root>/shapes_truth.json
 //   for (each batch) for (each image b)
 //     shapes.add(batch.image_ids[b], vocabulary.decode(caption.tokens), caption.alphas,
-//                batch.images.size(2), batch.images.size(3));
+//                encoder->grid_size(height, width), height, width);
 //   ShapesScores scores = shapes.scores();
 //
 // The truth boxes are mapped through the dataset's resize and crop (map_box) into the pixels of
-// the model's input, which the attention grid tiles evenly. The grid must be square (H = W =
-// sqrt(L), as the encoders give on square crops); otherwise the pointing game is skipped and
-// only the caption metrics count. Multihead attention is averaged over heads.
+// the model's input, which the encoder's attention grid (any H' x W') tiles evenly. Multihead
+// attention is averaged over heads.
 #pragma once
 
 #include <torch/types.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,12 +31,14 @@ class ShapesEvaluator {
   explicit ShapesEvaluator(const DatasetOptions& dataset);
 
   // Adds one generated caption: its words and their attention alphas [n, L] ([n, N, L]
-  // multihead), for an input image of input_height x input_width pixels. Throws
-  // std::runtime_error when the truth has no such image.
+  // multihead) on a grid of [H', W'] = `grid` cells (L = H' W', row-major), for an input image of
+  // input_height x input_width pixels. Throws std::runtime_error when the truth has no such
+  // image, std::invalid_argument when L is not H' W'.
   void add(
       const std::string& image_id,
       const std::vector<std::string>& words,
       const torch::Tensor& alphas,
+      std::array<int64_t, 2> grid,
       int64_t input_height,
       int64_t input_width);
 

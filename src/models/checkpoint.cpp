@@ -1,5 +1,5 @@
 // Checkpoint folders: write to a temporary sibling, then swap atomically.
-#include "train/checkpoint.h"
+#include "models/checkpoint.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // TimeSharedWeight against plain autograd: same values, same gradients for x_t and W.
-#include "models/time_shared.h"
+#include "kernels/time_shared.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,6 +1,6 @@
 // TimeSharedWeight and TimeSharedTensor: autograd nodes that gather per-step gradients (see
 // time_shared.h).
-#include "models/time_shared.h"
+#include "kernels/time_shared.h"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>

@@ -1,5 +1,5 @@
 // Feature cache shards (f16 safetensors) and their manifest (features.json).
-#include "models/feature_cache.h"
+#include "data/feature_cache.h"
 
 #include <stdexcept>
 
@@ -148,6 +148,30 @@ torch::Tensor FeatureCache::batch(const std::vector<int64_t>& indices) const {
       torch::empty({static_cast<int64_t>(indices.size()), grid_[0] * grid_[1], dim_});  // [B, L, D]
   for (size_t i = 0; i < indices.size(); ++i) out[static_cast<int64_t>(i)].copy_(get(indices[i]));
   return out;
+}
+
+std::unique_ptr<FeatureCache> open_split_features(
+    const std::filesystem::path& root,
+    Split split,
+    const std::vector<ImageRecord>& images,
+    const std::string& encoder_name) {
+  const auto dir = root / to_string(split);
+  auto cache = std::make_unique<FeatureCache>(dir);
+  const auto& ids = cache->image_ids();
+  bool same_images = ids.size() == images.size();
+  for (size_t i = 0; same_images && i < ids.size(); ++i) same_images = ids[i] == images[i].image_id;
+  if (!same_images) {
+    throw std::invalid_argument(
+        "Feature cache " + dir.string() + " holds other images than the " + to_string(split) +
+        " split. HINT: rerun saccade extract with this dataset config");
+  }
+  const auto name = cache->description().find("encoder.name");
+  if (name != cache->description().end() && name->second != encoder_name) {
+    throw std::invalid_argument(
+        "Feature cache " + dir.string() + " was extracted with encoder " + name->second + ", not " +
+        encoder_name);
+  }
+  return cache;
 }
 
 }  // namespace saccade

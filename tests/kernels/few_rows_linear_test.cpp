@@ -1,7 +1,7 @@
 // few_rows_linear against torch::linear (BLAS) for every kernel this CPU runs: row counts across
 // the kFewRows groups, widths that leave remainders, strided weights, with and without bias; and
 // the fallbacks (gradients, too many rows, other dtypes) returning torch::linear's result itself.
-#include "models/few_rows_linear.h"
+#include "kernels/few_rows_linear.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

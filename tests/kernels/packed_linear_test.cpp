@@ -1,13 +1,13 @@
 // PackedWeight against a double-precision product: row counts across blocks and chunks, widths
 // across panels, depths across passes, strided weights, with and without bias; the same bits for
 // any thread count; and PackedWeights' choice of route and reuse of its packs.
-#include "models/packed_linear.h"
+#include "kernels/packed_linear.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "models/few_rows_linear.h"
+#include "kernels/few_rows_linear.h"
 
 namespace saccade {
 namespace {

@@ -25,9 +25,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "data/caption_corpus.h"
+#include "data/dataset.h"
 #include "io/safetensors.h"
 
 namespace saccade {
@@ -95,5 +98,14 @@ class FeatureCache {
   FeatureCacheDescription description_;
   std::vector<torch::Tensor> shards_;  // f16 [n_k, L, D] views, one per shard
 };
+
+// The cache of one split under a `saccade extract` folder (<root>/<split>/), checked to hold
+// exactly `images` in order and to come from the encoder named `encoder_name`. Throws
+// std::invalid_argument naming the folder and the difference, with a hint.
+std::unique_ptr<FeatureCache> open_split_features(
+    const std::filesystem::path& root,
+    Split split,
+    const std::vector<ImageRecord>& images,
+    const std::string& encoder_name);
 
 }  // namespace saccade

@@ -1,5 +1,5 @@
 // few_rows_linear: AVX2/FMA and AVX-512 kernels that stream W once per group of kFewRows rows of x.
-#include "models/few_rows_linear.h"
+#include "kernels/few_rows_linear.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>

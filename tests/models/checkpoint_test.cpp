@@ -1,5 +1,5 @@
 // Checkpoints: round trip of weights, optimizer state and progress; atomic replacement.
-#include "train/checkpoint.h"
+#include "models/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

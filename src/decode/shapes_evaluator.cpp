@@ -1,8 +1,6 @@
 // ShapesEvaluator: truth lookup, box mapping and attention conversion for the shapes metrics.
-#include "train/shapes_evaluator.h"
+#include "decode/shapes_evaluator.h"
 
-#include <algorithm>
-#include <cmath>
 #include <stdexcept>
 
 namespace saccade {
@@ -18,10 +16,17 @@ void ShapesEvaluator::add(
     const std::string& image_id,
     const std::vector<std::string>& words,
     const torch::Tensor& alphas,
+    std::array<int64_t, 2> grid,
     int64_t input_height,
     int64_t input_width) {
   const ShapesImageTruth* image = truth_.find(image_id);
   if (image == nullptr) throw std::runtime_error(std::string(kShapesTruthFile) + " has no image " + image_id);
+  const int64_t locations = alphas.size(-1);
+  if (grid[0] * grid[1] != locations) {
+    throw std::invalid_argument(
+        "Attention over " + std::to_string(locations) + " locations does not fit a " +
+        std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + " grid");
+  }
   std::vector<ShapesObject> objects;
   for (const ShapeObject& object : image->objects) {
     const Box box = map_box(object.box, truth_.image_size, truth_.image_size, image_);
@@ -29,19 +34,14 @@ void ShapesEvaluator::add(
   }
   ShapesCaption caption;
   caption.words = words;
-  const int64_t locations = alphas.size(-1);
-  const auto side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(locations))));
-  if (side * side == locations) {
-    const auto maps = (alphas.dim() == 3 ? alphas.mean(1) : alphas).to(torch::kFloat).contiguous();  // [n, L]
-    for (int64_t i = 0; i < maps.size(0); ++i) {
-      const float* row = maps.data_ptr<float>() + i * locations;
-      caption.alphas.emplace_back(row, row + locations);
-    }
+  const auto maps = (alphas.dim() == 3 ? alphas.mean(1) : alphas).to(torch::kFloat).contiguous();  // [n, L]
+  for (int64_t i = 0; i < maps.size(0); ++i) {
+    const float* row = maps.data_ptr<float>() + i * locations;
+    caption.alphas.emplace_back(row, row + locations);
   }
-  const AttentionGrid grid{
-      std::max<int64_t>(side, 1), std::max<int64_t>(side, 1), static_cast<float>(input_height),
-      static_cast<float>(input_width)};
-  add_shapes_caption(tally_, objects, caption, grid);
+  const AttentionGrid attention_grid{
+      grid[0], grid[1], static_cast<float>(input_height), static_cast<float>(input_width)};
+  add_shapes_caption(tally_, objects, caption, attention_grid);
 }
 
 }  // namespace saccade

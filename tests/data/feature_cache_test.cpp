@@ -1,6 +1,6 @@
 // Feature cache: shards split and rejoin in order, values are the f16 rounding of what was
 // written, an unfinished or inconsistent cache is a clear error.
-#include "models/feature_cache.h"
+#include "data/feature_cache.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

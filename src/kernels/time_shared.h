@@ -23,7 +23,7 @@
 #include <memory>
 #include <vector>
 
-#include "models/packed_linear.h"
+#include "kernels/packed_linear.h"
 
 namespace saccade {
 

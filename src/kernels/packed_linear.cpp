@@ -1,6 +1,6 @@
 // PackedWeight: an AVX-512 kernel over weights packed in k-major panels; PackedWeights: the
 // per-product choice between it, few_rows_linear and torch::linear.
-#include "models/packed_linear.h"
+#include "kernels/packed_linear.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "models/few_rows_linear.h"
+#include "kernels/few_rows_linear.h"
 
 namespace saccade {
 namespace {

@@ -1,0 +1,20 @@
+// Small text helpers every stage shares.
+//
+//   join({"a", "b", "c"}, ", ")   // a, b, c
+//   double_quoted("tab\there")      // "tab\there" with the tab written as backslash-t
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace saccade {
+
+// The items with `separator` between each two.
+std::string join(const std::vector<std::string>& items, const std::string& separator);
+
+// `text` in double quotes with '"', '\' and the control characters backslash-escaped, the way
+// both JSON and YAML's double-quoted style read them: \" \\ \b \f \n \r \t, the other bytes
+// below 0x20 and 0x7f as \u00xx. Every other byte passes through (UTF-8 stays UTF-8).
+std::string double_quoted(const std::string& text);
+
+}  // namespace saccade

@@ -1,0 +1,55 @@
+// evaluate_split and its printout (see split_evaluation.h).
+#include "cli/split_evaluation.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "io/log.h"
+
+namespace saccade::cli {
+
+EvaluatedSplit evaluate_split(
+    TrainedRun& run, const PreparedSplit& images, const CaptionSearch& search, const FeatureCache* features) {
+  const Split split = images.split;
+  const auto dataset = make_caption_dataset(images, run.vocabulary, run.dataset.vocabulary);
+  LoaderOptions loader_options =
+      loader_options_from(run.config, split, run.config.get<int64_t>("train.batch_size"));
+  validate(loader_options);
+  Loader loader(dataset, loader_options, run.dataset.image);
+  log::info() << "Evaluating " << run.checkpoint.string() << " (epoch " << run.epoch << ") on "
+              << to_string(split) << " (" << dataset->size() << " images) with " << search.describe()
+              << " search";
+
+  DecodeSplitOptions options;
+  options.features = features;
+  if (run.dataset.kind == "shapes") options.shapes_world = &run.dataset;
+  EvaluatedSplit evaluated;
+  evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);
+  evaluated.results = score_split(
+      evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config));
+  write_split_results(run.dir / "results", evaluated.results);
+  const CaptionScores& scores = evaluated.results.scores;
+  log::info() << to_string(split) << " (checkpoint epoch " << run.epoch << "): BLEU-4 " << scores.bleu[3]
+              << ", CIDEr-D " << scores.cider_d << " (" << evaluated.decoded.image_order.size() << " images)";
+  return evaluated;
+}
+
+std::string describe(const SplitResults& results) {
+  const CaptionScores& scores = results.scores;
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(4);
+  out << "Split " << results.split << ", " << results.image_order.size() << " images, " << results.search
+      << " search, checkpoint epoch " << results.checkpoint_epoch << "\n";
+  out << "  BLEU-1   " << scores.bleu[0] << "\n  BLEU-2   " << scores.bleu[1] << "\n  BLEU-3   "
+      << scores.bleu[2] << "\n  BLEU-4   " << scores.bleu[3] << "\n";
+  if (scores.meteor) {
+    out << "  METEOR   " << *scores.meteor << "\n";
+  } else {
+    out << "  METEOR   unavailable (" << scores.meteor_unavailable << ")\n";
+  }
+  out << "  ROUGE-L  " << scores.rouge_l << "\n  CIDEr-D  " << scores.cider_d << "\n";
+  if (results.shapes) out << describe(*results.shapes);
+  return out.str();
+}
+
+}  // namespace saccade::cli

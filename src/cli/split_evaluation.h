@@ -1,0 +1,38 @@
+// Scoring a split with a trained run: what `saccade eval` and the end of `saccade train` share.
+//
+//   TrainedRun run = load_trained_run(run_dir, job.request());
+//   const PreparedDataset data = ensure_prepared(run.dataset, {Split::test});
+//   EvaluatedSplit test = evaluate_split(run, data.test, *make_caption_search(run.search));
+//   std::cout << describe(test.results);
+//
+// Decodes the split of the run's dataset in batches of train.batch_size (as training validated),
+// from the encoder or from a feature cache, scores it with eval.* (METEOR when configured) and,
+// on the shapes world, with the attention metrics; writes <run>/results/<split>.json and
+// <split>_scores.json and logs one line.
+#pragma once
+
+#include <string>
+
+#include "data/feature_cache.h"
+#include "decode/decode_split.h"
+#include "decode/trained_run.h"
+
+namespace saccade::cli {
+
+struct EvaluatedSplit {
+  DecodedSplit decoded;  // the captions and references, in decoding order
+  SplitResults results;  // what was written to <run>/results/
+};
+
+// `images` is a split of ensure_prepared(run.dataset); `features`, when given, its feature cache.
+EvaluatedSplit evaluate_split(
+    TrainedRun& run,
+    const PreparedSplit& images,
+    const CaptionSearch& search,
+    const FeatureCache* features = nullptr);
+
+// `saccade eval`'s printout: the split, search and checkpoint, one line per metric (METEOR as
+// unavailable with its reason), the shapes metrics.
+std::string describe(const SplitResults& results);
+
+}  // namespace saccade::cli

@@ -1,0 +1,79 @@
+// Decoding a split: every image of a loader's dataset captioned by one search, with what scoring
+// needs. Training's validation and final test pass, `saccade eval`, `caption` and `visualize`
+// all decode through here.
+//
+//   Loader loader(images, loader_options, dataset.image);     // one sample per image, in order
+//   DecodedSplit decoded = decode_split(*model, loader, *make_caption_search(search), vocabulary);
+//   SplitResults results = score_split(decoded, "test", search_name, epoch, score_options);
+//
+//   // Preprocessed crops (uint8 [B, crop, crop, 3], as the pipeline makes them):
+//   std::vector<DecodedCaption> captions = caption_images(*model, crops, dataset.image, search);
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/feature_cache.h"
+#include "data/loader.h"
+#include "data/prepare.h"
+#include "data/vocabulary.h"
+#include "decode/search.h"
+#include "eval/caption_scores.h"
+#include "eval/shapes_metrics.h"
+#include "eval/split_results.h"
+#include "models/captioner.h"
+
+namespace saccade {
+
+struct DecodeSplitOptions {
+  // Decode the first n images of the split; 0 = all.
+  int64_t max_images = 0;
+  // The split's annotations from a `saccade extract` cache (rows = the dataset's images) instead
+  // of running the encoder; nullptr = run it.
+  const FeatureCache* features = nullptr;
+  // The shapes world's options (dataset.kind shapes): also score where the attention looked and
+  // what the captions say (eval/shapes_metrics.h). nullptr = captions only.
+  const DatasetOptions* shapes_world = nullptr;
+};
+
+struct DecodedSplit {
+  std::vector<std::string> image_order;                        // image ids in decoding order
+  std::map<std::string, std::string> candidates;               // each image's caption, words joined
+  std::map<std::string, std::vector<std::string>> references;  // each image's references
+  std::optional<ShapesScores> shapes;                          // with options.shapes_world
+};
+
+// The annotations of `batch` [B, L, D]: rows of `features` (the batch's images within `dataset`)
+// when given, else the encoder run on the batch's images.
+torch::Tensor annotations_of(
+    CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features);
+
+// Decodes `loader`'s dataset (one sample per image) from epoch 0's order under no-grad, in eval
+// mode (the model's training flag is restored).
+DecodedSplit decode_split(
+    CaptionerImpl& model,
+    Loader& loader,
+    const CaptionSearch& search,
+    const Vocabulary& vocabulary,
+    const DecodeSplitOptions& options = {});
+
+// The decoded split scored with the coco-caption metrics, as eval/split_results.h writes it.
+SplitResults score_split(
+    const DecodedSplit& decoded,
+    const std::string& split,
+    const std::string& search,
+    int64_t checkpoint_epoch,
+    const ScoreOptions& options);
+
+// Captions of `crops` uint8 [B, crop, crop, 3] (the pipeline's output, not normalized): normalizes
+// them with `image`, encodes and searches with make_caption_search(search) under inference mode.
+// The model's training mode is restored afterwards.
+std::vector<DecodedCaption> caption_images(
+    CaptionerImpl& model, const torch::Tensor& crops, const ImageOptions& image, const SearchOptions& search);
+
+}  // namespace saccade

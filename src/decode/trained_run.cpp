@@ -1,0 +1,103 @@
+// load_trained_run: the run's config over today's defaults, its vocabulary and model.
+#include "decode/trained_run.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "io/log.h"
+#include "models/checkpoint.h"
+
+namespace saccade {
+namespace {
+
+// A YAML file, or a one-line std::runtime_error naming it.
+YAML::Node read_yaml(const std::filesystem::path& path) {
+  try {
+    return YAML::LoadFile(path.string());
+  } catch (const YAML::Exception& error) {
+    throw std::runtime_error("Could not read " + path.string() + ": " + error.what());
+  }
+}
+
+// The group options the run chose (run.yaml's `choices`) as group overrides, for the groups of
+// today's defaults list whose folder still has that option; the experiment is left out, as its
+// values are in the saved config.
+std::vector<std::string> run_choices(const std::filesystem::path& run_dir, const ComposeRequest& today) {
+  std::vector<std::string> overrides;
+  const auto record = run_dir / "run.yaml";
+  if (!std::filesystem::exists(record)) return overrides;
+  const YAML::Node choices = read_yaml(record)["choices"];
+  const Composition defaults = compose({today.config_dir, today.config_name, {}});
+  for (const auto& [group, default_option] : defaults.choices) {
+    const YAML::Node chosen = choices.IsMap() ? choices[group] : YAML::Node();
+    if (group == "experiment" || !chosen || !chosen.IsScalar()) continue;
+    const auto options = group_options(today.config_dir, group);
+    if (std::find(options.begin(), options.end(), chosen.Scalar()) != options.end()) {
+      overrides.push_back(group + "=" + chosen.Scalar());
+    } else {
+      log::warn() << record.string() << ": the run chose " << group << "=" << chosen.Scalar() << ", which "
+                  << today.config_dir.string() << " no longer has; today's default is used";
+    }
+  }
+  return overrides;
+}
+
+// Today's defaults with the run's choices, the saved config over them, the caller's overrides.
+Config composed_over_today(
+    const std::filesystem::path& run_dir,
+    const YAML::Node& saved,
+    const std::filesystem::path& saved_file,
+    const ComposeRequest& today) {
+  ComposeRequest request = today;
+  request.overrides = run_choices(run_dir, today);
+  request.overrides.insert(request.overrides.end(), today.overrides.begin(), today.overrides.end());
+  request.overlay = saved;
+  const Composition composition = compose(request);
+  for (const auto& key : composition.overlay_only_keys) {
+    log::warn() << saved_file.string() << ": '" << key
+                << "' is not in today's configs; kept, but nothing reads it";
+  }
+  return composition.config;
+}
+
+}  // namespace
+
+TrainedRun load_trained_run(const std::filesystem::path& run_dir, const ComposeRequest& today) {
+  TrainedRun run;
+  run.dir = run_dir;
+  run.checkpoint = run_dir / "checkpoints" / "best";
+  check_checkpoint(run.checkpoint);
+  const CheckpointFiles files{run.checkpoint};
+  const YAML::Node saved = read_yaml(files.config());
+  if (std::filesystem::is_directory(today.config_dir) || !today.overrides.empty()) {
+    run.config = composed_over_today(run_dir, saved, files.config(), today);
+  } else {
+    log::warn() << "No config folder at " << today.config_dir.string() << ": " << files.config().string()
+                << " is used as it is";
+    run.config = Config(saved);
+  }
+  run.dataset = dataset_options_from(run.config);
+  validate(run.dataset);
+  run.search = search_options_from(run.config);
+  validate(run.search);
+  EncoderOptions encoder = encoder_options_from(run.config);
+  encoder.weights.reset();  // the checkpoint holds every weight
+  validate(encoder);
+  const DecoderOptions decoder = decoder_options_from(run.config);
+  try {
+    run.vocabulary = load_checkpoint_vocabulary(run.checkpoint);
+    run.model = build_captioner(encoder, decoder, run.vocabulary.size());
+    run.epoch = load_checkpoint(run.checkpoint, *run.model, nullptr).epoch;
+  } catch (const std::exception& error) {
+    const std::string message = error.what();
+    throw std::runtime_error(
+        "The checkpoint " + run.checkpoint.string() +
+        " does not match its config.yaml and vocab.json: " + message.substr(0, message.find('\n')));
+  }
+  run.model->eval();
+  return run;
+}
+
+}  // namespace saccade

@@ -1,0 +1,31 @@
+// Fused CPU kernels for the two [B, L, *] passes of an attention step, each one autograd node.
+//
+//   TimeSharedTensor keys(k);                            // k [B, L, A], read by every step
+//   torch::Tensor e = additive_scores(keys, q, w);       // q [n, A], w [A] -> e [n, L]
+//   torch::Tensor z = expected_value(alpha, values);     // [B, N, L], [B, N, L, Dv] -> [B, N, Dv]
+//
+// Shapes: B images, n <= B the rows a step reads (a prefix: the decoder's active batch), L
+// locations, A attention dim, N heads, Dv value dim. Both take float or double on the CPU; the
+// loops are compiled for AVX-512, AVX2 and the baseline, and the loader picks the best the CPU
+// has. Images are split over LibTorch's threads.
+#pragma once
+
+#include <torch/types.h>
+
+#include "kernels/time_shared.h"
+
+namespace saccade {
+
+// e[b, l] = sum_a w[a] tanh(keys[b, l, a] + q[b, a]) for b < n (the paper's f_att, eq. 4).
+// Plain autograd would keep tanh's output for every step and make five passes over [n, L, A] in
+// backward; here forward makes one pass and keeps nothing, backward one more, adding the keys'
+// gradient into the TimeSharedTensor's buffer in place. In float, tanh is a rational minimax
+// approximation (|error| < 4e-7) that vectorizes; doubles use std::tanh.
+torch::Tensor additive_scores(const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w);
+
+// z[b, h] = sum_l alpha[b, h, l] values[b, h, l, :] (the soft context, eq. 13). ATen's bmm runs
+// this as one single-row GEMM per image, one after another; this reads the values once per pass
+// with the images split over the threads. Differentiable in both inputs.
+torch::Tensor expected_value(const torch::Tensor& alpha, const torch::Tensor& values);
+
+}  // namespace saccade

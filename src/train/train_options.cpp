@@ -1,0 +1,123 @@
+// TrainOptions: reading and validating train.* (see train_options.h).
+#include "train/train_options.h"
+
+#include <stdexcept>
+
+#include "base/enum_names.h"
+
+namespace saccade {
+namespace {
+
+const EnumNames<OptimizerKind> kOptimizerNames(
+    "optimizer", {{OptimizerKind::adam, "adam"}, {OptimizerKind::rmsprop, "rmsprop"}});
+const EnumNames<LrSchedule> kScheduleNames(
+    "schedule",
+    {{LrSchedule::constant, "constant"}, {LrSchedule::step, "step"}, {LrSchedule::plateau, "plateau"}});
+const EnumNames<ValMetric> kValMetricNames(
+    "validation metric",
+    {{ValMetric::bleu1, "bleu1"},
+     {ValMetric::bleu2, "bleu2"},
+     {ValMetric::bleu3, "bleu3"},
+     {ValMetric::bleu4, "bleu4"},
+     {ValMetric::rouge_l, "rouge_l"},
+     {ValMetric::cider_d, "cider_d"}});
+
+}  // namespace
+
+std::string to_string(OptimizerKind kind) {
+  return kOptimizerNames.name(kind);
+}
+OptimizerKind parse_optimizer(const std::string& name) {
+  return kOptimizerNames.parse(name);
+}
+std::string to_string(LrSchedule schedule) {
+  return kScheduleNames.name(schedule);
+}
+LrSchedule parse_schedule(const std::string& name) {
+  return kScheduleNames.parse(name);
+}
+std::string to_string(ValMetric metric) {
+  return kValMetricNames.name(metric);
+}
+ValMetric parse_val_metric(const std::string& name) {
+  return kValMetricNames.parse(name);
+}
+
+TrainOptions train_options_from(const Config& config) {
+  TrainOptions options;
+  options.epochs = config.get<int64_t>("train.epochs");
+  options.batch_size = config.get<int64_t>("train.batch_size");
+  options.optimizer = config.get_parsed("train.optimizer", parse_optimizer);
+  options.learning_rate = config.get<double>("train.lr");
+  options.encoder_learning_rate = config.get<double>("train.encoder_lr");
+  options.weight_decay = config.get<double>("train.weight_decay");
+  options.grad_clip = config.get<double>("train.grad_clip");
+  options.schedule = config.get_parsed("train.schedule", parse_schedule);
+  options.lr_step_epochs = config.get<int64_t>("train.lr_step_epochs");
+  options.lr_gamma = config.get<double>("train.lr_gamma");
+  options.lr_plateau_patience = config.get<int64_t>("train.lr_plateau_patience");
+  options.alpha_reg = config.get<double>("train.alpha_reg");
+  options.hard.reward = config.get_parsed("train.hard.reward", parse_hard_reward);
+  options.hard.reinforce_weight = config.get<double>("train.hard.reinforce_weight");
+  options.hard.entropy_weight = config.get<double>("train.hard.entropy_weight");
+  options.hard.baseline_decay = config.get<double>("train.hard.baseline_decay");
+  options.xent_reduction = config.get_parsed("train.xent_reduction", parse_xent_reduction);
+  options.log_every = config.get<int64_t>("train.log_every");
+  options.max_steps_per_epoch = config.get<int64_t>("train.max_steps_per_epoch");
+  options.val_metric = config.get_parsed("train.val_metric", parse_val_metric);
+  options.early_stopping_patience = config.get<int64_t>("train.early_stopping_patience");
+  options.val_max_images = config.get<int64_t>("train.val_max_images");
+  options.max_length = config.get<int64_t>("train.max_length");
+  options.sample_captions = config.get<int64_t>("train.sample_captions");
+  if (auto resume = config.get_optional<std::string>("train.resume")) options.resume = *resume;
+  if (auto features = config.get_optional<std::string>("train.features")) options.features = *features;
+  options.seed = static_cast<uint64_t>(config.get<int64_t>("seed"));
+  return options;
+}
+
+void validate(const TrainOptions& options) {
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw std::invalid_argument(message);
+  };
+  require(options.epochs >= 1, "train.epochs must be >= 1");
+  require(options.batch_size >= 1, "train.batch_size must be >= 1");
+  require(options.learning_rate > 0, "train.lr must be > 0");
+  require(options.encoder_learning_rate >= 0, "train.encoder_lr must be >= 0");
+  require(options.weight_decay >= 0, "train.weight_decay must be >= 0");
+  require(options.grad_clip >= 0, "train.grad_clip must be >= 0 (0 = no clipping)");
+  require(options.lr_step_epochs >= 1, "train.lr_step_epochs must be >= 1");
+  require(options.lr_gamma > 0, "train.lr_gamma must be > 0");
+  require(options.lr_plateau_patience >= 1, "train.lr_plateau_patience must be >= 1");
+  require(options.alpha_reg >= 0, "train.alpha_reg must be >= 0");
+  require(options.hard.reinforce_weight >= 0, "train.hard.reinforce_weight must be >= 0");
+  require(options.hard.entropy_weight >= 0, "train.hard.entropy_weight must be >= 0");
+  require(
+      options.hard.baseline_decay >= 0 && options.hard.baseline_decay < 1,
+      "train.hard.baseline_decay must be in [0, 1)");
+  require(options.log_every >= 1, "train.log_every must be >= 1");
+  require(options.max_steps_per_epoch >= 0, "train.max_steps_per_epoch must be >= 0 (0 = whole split)");
+  require(options.early_stopping_patience >= 0, "train.early_stopping_patience must be >= 0 (0 = never)");
+  require(options.val_max_images >= 0, "train.val_max_images must be >= 0 (0 = all)");
+  require(options.max_length >= 1, "train.max_length must be >= 1");
+  require(options.sample_captions >= 0, "train.sample_captions must be >= 0");
+}
+
+double metric_value(const CaptionScores& scores, ValMetric metric) {
+  switch (metric) {
+    case ValMetric::bleu1:
+      return scores.bleu[0];
+    case ValMetric::bleu2:
+      return scores.bleu[1];
+    case ValMetric::bleu3:
+      return scores.bleu[2];
+    case ValMetric::bleu4:
+      return scores.bleu[3];
+    case ValMetric::rouge_l:
+      return scores.rouge_l;
+    case ValMetric::cider_d:
+      return scores.cider_d;
+  }
+  return 0.0;
+}
+
+}  // namespace saccade

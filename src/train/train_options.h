@@ -1,0 +1,66 @@
+// TrainOptions: every train.* setting, read from the config in one place and validated.
+//
+//   TrainOptions options = train_options_from(config);   // train.* and the root `seed`
+//   validate(options);
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "config/config.h"
+#include "eval/caption_scores.h"
+#include "train/objectives.h"
+
+namespace saccade {
+
+enum class OptimizerKind { adam, rmsprop };
+std::string to_string(OptimizerKind kind);
+OptimizerKind parse_optimizer(const std::string& name);  // adam | rmsprop
+
+enum class LrSchedule { constant, step, plateau };
+std::string to_string(LrSchedule schedule);
+LrSchedule parse_schedule(const std::string& name);  // constant | step | plateau
+
+// The validation score that picks the best checkpoint and drives early stopping.
+enum class ValMetric { bleu1, bleu2, bleu3, bleu4, rouge_l, cider_d };
+std::string to_string(ValMetric metric);  // also its metrics.csv column
+ValMetric parse_val_metric(const std::string& name);
+double metric_value(const CaptionScores& scores, ValMetric metric);
+
+struct TrainOptions {
+  int64_t epochs = 10;      // passes over the training captions
+  int64_t batch_size = 32;  // captions per optimizer step
+  OptimizerKind optimizer = OptimizerKind::adam;
+  double learning_rate = 4e-4;          // the decoder's (and a from-scratch encoder's) learning rate
+  double encoder_learning_rate = 1e-4;  // fine-tuned encoder blocks' learning rate
+  double weight_decay = 0.0;            // L2 penalty added to the gradients; 0 = none
+  double grad_clip = 5.0;               // maximum global gradient norm; 0 = no clipping
+  LrSchedule schedule = LrSchedule::constant;
+  int64_t lr_step_epochs = 10;      // step: multiply the learning rates by lr_gamma this often
+  double lr_gamma = 0.5;            // step and plateau: the factor
+  int64_t lr_plateau_patience = 2;  // plateau: epochs without improvement before a reduction
+  double alpha_reg = 1.0;           // lambda of the doubly stochastic regularization; 0 = off
+  HardAttentionOptions hard;        // the REINFORCE terms, for decoder.attention.mode=hard
+  XentReduction xent_reduction = XentReduction::per_caption;
+  int64_t log_every = 20;                       // optimizer steps between metrics.csv rows
+  int64_t max_steps_per_epoch = 0;              // stop an epoch after this many steps; 0 = the whole split
+  ValMetric val_metric = ValMetric::bleu4;      // best checkpoint and early stopping
+  int64_t early_stopping_patience = 0;          // epochs without improvement before stopping; 0 = never
+  int64_t val_max_images = 0;                   // validate on the first n images; 0 = all
+  int64_t max_length = 20;                      // longest caption decoded at validation (words)
+  int64_t sample_captions = 5;                  // test images captioned in the final summary; 0 = none
+  std::optional<std::filesystem::path> resume;  // a run folder whose checkpoints/last to continue
+  // A folder written by `saccade extract` (train/, val/, test/ feature caches): the decoder
+  // trains on these annotations and the frozen encoder never runs. nullopt = run the encoder.
+  std::optional<std::filesystem::path> features;
+  uint64_t seed = 0;  // the root `seed`
+};
+
+// Reads train.* and the root `seed`. Throws ConfigError for missing, ill-typed or unknown values.
+TrainOptions train_options_from(const Config& config);
+// Throws std::invalid_argument, one sentence per broken rule.
+void validate(const TrainOptions& options);
+
+}  // namespace saccade

@@ -1,0 +1,96 @@
+// The registry template, enum name tables and text helpers, with their exact messages.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "base/enum_names.h"
+#include "base/registry.h"
+#include "base/text.h"
+
+namespace saccade {
+namespace {
+
+// The message of the std::invalid_argument `run` throws ("" when it throws none).
+template <typename Run>
+std::string invalid_argument_of(Run run) {
+  try {
+    run();
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  return "";
+}
+
+using Builder = std::function<int()>;
+
+Registry<Builder> two_builtins() {
+  return Registry<Builder>("widget", {{"beta", [] { return 2; }}, {"alpha", [] { return 1; }}});
+}
+
+TEST(Registry, BuildsBuiltinsAndAddedEntriesByName) {
+  auto registry = two_builtins();
+  EXPECT_EQ(registry.get("alpha")(), 1);
+  registry.add("gamma", [] { return 3; });
+  EXPECT_EQ(registry.get("gamma")(), 3);
+  EXPECT_EQ(registry.names(), (std::vector<std::string>{"alpha", "beta", "gamma"}));
+}
+
+TEST(Registry, UnknownNamesListTheKnownOnesAfterTheKey) {
+  const auto registry = two_builtins();
+  EXPECT_EQ(
+      invalid_argument_of([&] { registry.get("delta"); }),
+      "Unknown widget 'delta'; known widgets: alpha, beta");
+  EXPECT_EQ(
+      invalid_argument_of([&] { registry.check("delta", "thing.kind"); }),
+      "thing.kind: Unknown widget 'delta'; known widgets: alpha, beta");
+  EXPECT_EQ(invalid_argument_of([&] { registry.check("beta"); }), "");
+}
+
+TEST(Registry, TakenNamesAreRefusedBuiltinsIncluded) {
+  auto registry = two_builtins();
+  // The built-ins are in place before any other entry.
+  EXPECT_EQ(
+      invalid_argument_of([&] { registry.add("alpha", [] { return 9; }); }),
+      "Cannot register widget 'alpha': the name is taken");
+  registry.add("gamma", [] { return 3; });
+  EXPECT_THROW(registry.add("gamma", [] { return 4; }), std::invalid_argument);
+  EXPECT_EQ(registry.get("alpha")(), 1);
+  EXPECT_EQ(registry.get("gamma")(), 3);
+}
+
+enum class Fruit { apple, pear, plum };
+const EnumNames<Fruit> kFruitNames(
+    "fruit", {{Fruit::apple, "apple"}, {Fruit::pear, "pear"}, {Fruit::plum, "plum"}});
+
+TEST(EnumNames, RoundTripsEveryValue) {
+  for (const Fruit fruit : {Fruit::apple, Fruit::pear, Fruit::plum})
+    EXPECT_EQ(kFruitNames.parse(kFruitNames.name(fruit)), fruit);
+  EXPECT_EQ(kFruitNames.name(Fruit::pear), "pear");
+}
+
+TEST(EnumNames, UnknownNamesListTheChoices) {
+  EXPECT_EQ(
+      invalid_argument_of([] { kFruitNames.parse("Pear"); }),
+      "Unknown fruit 'Pear'; expected apple, pear or plum");
+  EXPECT_EQ(EnumNames<Fruit>("fruit", {{Fruit::apple, "apple"}}).choices(), "apple");
+  EXPECT_EQ(
+      EnumNames<Fruit>("fruit", {{Fruit::apple, "apple"}, {Fruit::plum, "plum"}}).choices(), "apple or plum");
+}
+
+TEST(Text, JoinPutsTheSeparatorBetweenItems) {
+  EXPECT_EQ(join({}, ", "), "");
+  EXPECT_EQ(join({"a"}, ", "), "a");
+  EXPECT_EQ(join({"a", "", "c"}, "|"), "a||c");
+}
+
+TEST(Text, DoubleQuotedEscapesWhatJsonAndYamlRequire) {
+  EXPECT_EQ(double_quoted(""), "\"\"");
+  EXPECT_EQ(double_quoted("say \"hi\" \\o/"), "\"say \\\"hi\\\" \\\\o/\"");
+  EXPECT_EQ(double_quoted("a\tb\nc\rd\be\ff"), "\"a\\tb\\nc\\rd\\be\\ff\"");
+  EXPECT_EQ(double_quoted(std::string("\x01\x1f\x7f", 3)), "\"\\u0001\\u001f\\u007f\"");
+  EXPECT_EQ(double_quoted("caf\xc3\xa9"), "\"caf\xc3\xa9\"");  // UTF-8 passes through
+}
+
+}  // namespace
+}  // namespace saccade
