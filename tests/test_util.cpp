@@ -1,6 +1,8 @@
 // Test helpers: temp folders, files, and running the saccade binary as a user would.
 #include "test_util.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,17 +58,44 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(address);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+    throw std::runtime_error("no free port");
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
 std::filesystem::path source_dir() {
   return SACCADE_SOURCE_DIR;
 }
 
-CommandResult run_saccade(const std::vector<std::string>& args, const std::filesystem::path& working_dir) {
+CommandResult run_saccade(
+    const std::vector<std::string>& args,
+    const std::filesystem::path& working_dir,
+    const std::map<std::string, std::string>& environment) {
+  std::vector<std::string> argv = {SACCADE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, working_dir, environment);
+}
+
+CommandResult run_program(
+    const std::vector<std::string>& argv,
+    const std::filesystem::path& working_dir,
+    const std::map<std::string, std::string>& environment) {
   TempDir capture;
   const auto out_path = capture / "stdout";
   const auto err_path = capture / "stderr";
-  std::string command = "cd " + shell_quote((working_dir.empty() ? source_dir() : working_dir).string()) +
-                        " && " + shell_quote(SACCADE_BINARY);
-  for (const auto& arg : args) command += " " + shell_quote(arg);
+  std::string command =
+      "cd " + shell_quote((working_dir.empty() ? source_dir() : working_dir).string()) + " && env";
+  for (const auto& [name, value] : environment) command += " " + shell_quote(name + "=" + value);
+  for (const auto& arg : argv) command += " " + shell_quote(arg);
   command += " </dev/null >" + shell_quote(out_path.string()) + " 2>" + shell_quote(err_path.string());
   const int status = std::system(command.c_str());
   CommandResult result;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,22 @@ struct CommandResult {
   std::string err;  // stderr
 };
 
-// Runs the saccade binary with `args` in `working_dir` (default: the source tree), capturing
-// stdout and stderr separately. Arguments are shell-quoted.
+// Runs the saccade binary with `args` in `working_dir` (default: the source tree), with
+// `environment` added to this process's, capturing stdout and stderr separately. Arguments are
+// shell-quoted.
 CommandResult run_saccade(
-    const std::vector<std::string>& args, const std::filesystem::path& working_dir = {});
+    const std::vector<std::string>& args,
+    const std::filesystem::path& working_dir = {},
+    const std::map<std::string, std::string>& environment = {});
+
+// The same for any program: argv[0] is the program.
+CommandResult run_program(
+    const std::vector<std::string>& argv,
+    const std::filesystem::path& working_dir = {},
+    const std::map<std::string, std::string>& environment = {});
+
+// A TCP port nobody listens on now on loopback (bound to port 0, then released).
+int free_port();
 
 // The repository's source folder (for configs/).
 std::filesystem::path source_dir();

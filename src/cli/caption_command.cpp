@@ -33,21 +33,6 @@ std::filesystem::path required_run(const Invocation& invocation) {
   return invocation.flag("--run");
 }
 
-int64_t positive_flag(const Invocation& invocation, const std::string& name, const std::string& fallback) {
-  const std::string text = invocation.flag(name, fallback);
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || used == 0 || value < 1) {
-    throw std::invalid_argument(name + " must be a positive integer, got '" + text + "'");
-  }
-  return value;
-}
-
 bool has_image_extension(const std::filesystem::path& path) {
   static const std::set<std::string> kExtensions = {".jpg",  ".jpeg", ".png", ".bmp", ".tif", ".tiff",
                                                     ".webp", ".pnm",  ".ppm", ".pgm", ".pbm"};
@@ -103,7 +88,7 @@ Json tensor_json(const torch::Tensor& tensor) {
 // The run's search with --beam K (default 1) as the beam size.
 SearchOptions search_with_beam_flag(const TrainedRun& run, const Invocation& invocation) {
   SearchOptions search = run.search;
-  search.beam_size = positive_flag(invocation, "--beam", "1");
+  search.beam_size = invocation.positive_flag("--beam", "1");
   validate(search);
   return search;
 }
@@ -176,7 +161,7 @@ int run_visualize(const Job& job) {
   const Invocation& invocation = *job.invocation;
   const std::filesystem::path run_dir = required_run(invocation);
   const Split split = parse_split(invocation.flag("--split", "test"));
-  const int64_t count = positive_flag(invocation, "--n", "16");
+  const int64_t count = invocation.positive_flag("--n", "16");
   TrainedRun run = load_trained_run(run_dir, job.request());
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "dist/process_group.h"
 
 namespace saccade::cli {
 
@@ -37,6 +38,7 @@ struct CommandSpec {
   bool accepts_positional = false;   // whether bare arguments (files) are accepted
   int (*run)(const Job&) = nullptr;  // nullptr: "not implemented yet"
   bool decodes = false;              // mostly caption search: OpenMP threads spin briefly (runtime.h)
+  bool data_parallel = false;        // joins the job torchrun's variables describe (dist/), --nproc
 };
 
 struct Invocation {
@@ -50,6 +52,8 @@ struct Invocation {
   bool has_flag(const std::string& name) const { return flags.count(name) > 0; }
   // The value of a flag, or `fallback` when it was not given.
   std::string flag(const std::string& name, const std::string& fallback = "") const;
+  // The flag's value as an integer >= 1. Throws std::invalid_argument naming the flag otherwise.
+  int64_t positive_flag(const std::string& name, const std::string& fallback) const;
 };
 
 struct Job {
@@ -58,6 +62,7 @@ struct Job {
   std::vector<std::string> overrides;  // this job's overrides (a multirun job's own values)
   int number = 0;                      // job number within a multirun, 0 for a single run
   std::filesystem::path run_dir;       // empty unless the command creates run folders
+  ProcessGroup* group = nullptr;       // data-parallel peers (data_parallel commands); null = alone
 
   // The invocation's config folder and name with this job's overrides (for load_trained_run).
   ComposeRequest request() const;

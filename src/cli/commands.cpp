@@ -8,6 +8,21 @@ std::string Invocation::flag(const std::string& name, const std::string& fallbac
   return it == flags.end() ? fallback : it->second;
 }
 
+int64_t Invocation::positive_flag(const std::string& name, const std::string& fallback) const {
+  const std::string text = flag(name, fallback);
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || used == 0 || value < 1) {
+    throw std::invalid_argument(name + " must be a positive integer, got '" + text + "'");
+  }
+  return value;
+}
+
 ComposeRequest Job::request() const {
   ComposeRequest request = invocation->request;
   request.overrides = overrides;
@@ -20,12 +35,15 @@ const std::vector<CommandSpec>& commands() {
        "Train a captioner; the run lands in experiments/<run.name>/<timestamp>/.",
        "Composes the config (configs/config.yaml plus overrides), creates the run folder with the\n"
        "resolved config, and trains. With -m, sweeps every combination of the comma-separated values,\n"
-       "one numbered sub-folder per job. Example: saccade train experiment=shapes_soft train.lr=1e-3",
-       {},
+       "one numbered sub-folder per job. Data-parallel over N processes: --nproc N here, or under\n"
+       "torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Example: saccade train experiment=shapes_soft",
+       {{"--nproc", "N", "start N local workers of one data-parallel job (default 1)"}},
        true,
        true,
        false,
-       run_train},
+       run_train,
+       false,
+       true},
       {"eval",
        "Decode a split with a trained run's best checkpoint and score it.",
        "Loads <run>/checkpoints/best with the run's config.yaml over today's defaults, decodes the split\n"

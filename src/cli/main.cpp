@@ -12,6 +12,7 @@
 
 #include "base/text.h"
 #include "cli/command.h"
+#include "cli/launcher.h"
 #include "cli/runtime.h"
 #include "config/config.h"
 #include "io/log.h"
@@ -184,6 +185,26 @@ std::filesystem::path unused_folder(const std::filesystem::path& dir) {
   return candidate;
 }
 
+// The process group of a data-parallel command's job, made once per process from the variables
+// torchrun sets; nullptr for other commands and for a single process.
+ProcessGroup* data_parallel_group(const CommandSpec& command, const Config& config) {
+  static std::unique_ptr<ProcessGroup> group;
+  if (!command.data_parallel) return nullptr;
+  if (!group) {
+    const DistOptions options = dist_options_from_environment(config.get<int>("dist.timeout_s"));
+    validate(options);
+    if (options.world_size == 1) return nullptr;
+    group = std::make_unique<ProcessGroup>(options);
+  }
+  return group.get();
+}
+
+// Rank 0's `path`, on every rank (the run folder's timestamp is rank 0's).
+std::filesystem::path agreed(ProcessGroup* group, const std::filesystem::path& path) {
+  if (group == nullptr) return path;
+  return group->all_gather(group->is_main() ? path.string() : "").front();
+}
+
 int run_jobs(const Invocation& invocation, Action action) {
   const CommandSpec& command = *invocation.command;
   std::vector<std::vector<std::string>> job_overrides;
@@ -224,26 +245,53 @@ int run_jobs(const Invocation& invocation, Action action) {
     const RuntimeOptions runtime = runtime_options_from(job.composition.config);
     validate(runtime);
     apply_runtime(runtime);
+    job.group = data_parallel_group(command, job.composition.config);
+    const bool main_rank = job.group == nullptr || job.group->is_main();
+    if (!main_rank) log::set_console_level(log::Level::warn);
     if (command.creates_run_folder) {
-      if (invocation.multirun) {
-        if (sweep_dir.empty()) {
+      // The main rank names and creates the folders; the other ranks learn where they are.
+      if (invocation.multirun && sweep_dir.empty()) {
+        if (main_rank) {
           sweep_dir = unused_folder(job.composition.config.get<std::string>("run.sweep_dir"));
           write_multirun_record(sweep_dir, record, job_overrides);
-          log::info() << "Sweep of " << job_overrides.size() << " jobs in " << sweep_dir.string();
         }
-        job.run_dir = sweep_dir / std::to_string(number);
-      } else {
-        job.run_dir = unused_folder(job.composition.config.get<std::string>("run.dir"));
+        sweep_dir = agreed(job.group, sweep_dir);
+        log::info() << "Sweep of " << job_overrides.size() << " jobs in " << sweep_dir.string();
       }
-      create_run_folder(
-          job.run_dir, job.composition, RunRecord{command.name, invocation.argv, job.overrides});
+      if (main_rank) {
+        job.run_dir = invocation.multirun ? sweep_dir / std::to_string(number)
+                                          : unused_folder(job.composition.config.get<std::string>("run.dir"));
+        create_run_folder(
+            job.run_dir, job.composition, RunRecord{command.name, invocation.argv, job.overrides});
+      }
+      job.run_dir = agreed(job.group, job.run_dir);
+      if (!main_rank)
+        log::set_file(job.run_dir / "logs" / ("rank" + std::to_string(job.group->rank()) + ".log"));
     }
     if (invocation.multirun) log::info() << "Job #" << number << ": " << join(job.overrides, " ");
     worst = std::max(worst, command.run(job));
     log::set_file("");
-    if (invocation.multirun && command.creates_run_folder) write_sweep_report(sweep_dir);
+    if (invocation.multirun && command.creates_run_folder && main_rank) write_sweep_report(sweep_dir);
   }
   return worst;
+}
+
+// `saccade train --nproc N`: the same command line without --nproc, as N local workers.
+int launch_workers(const Invocation& invocation, int nproc) {
+  if (std::getenv("WORLD_SIZE") != nullptr) {
+    throw ConfigError(
+        "--nproc " + std::to_string(nproc) +
+        " starts its own workers; WORLD_SIZE is already set by a launcher");
+  }
+  std::vector<std::string> argv;
+  for (size_t i = 0; i < invocation.argv.size(); ++i) {
+    if (invocation.argv[i] == "--nproc") {
+      ++i;  // and its value
+    } else if (invocation.argv[i].rfind("--nproc=", 0) != 0) {
+      argv.push_back(invocation.argv[i]);
+    }
+  }
+  return launch_local_workers(nproc, argv);
 }
 
 // The first line of a message: c10 errors carry source locations and backtraces after it.
@@ -275,6 +323,10 @@ int main(int argc, char** argv) {
     if (parsed.action == Action::help) {
       print_command_help(*parsed.invocation.command);
       return 0;
+    }
+    if (parsed.action == Action::run && parsed.invocation.has_flag("--nproc")) {
+      const int64_t nproc = parsed.invocation.positive_flag("--nproc", "1");
+      if (nproc > 1) return launch_workers(parsed.invocation, static_cast<int>(nproc));
     }
     // Only runs that compute pay for the second start-up.
     if (parsed.action == Action::run) {

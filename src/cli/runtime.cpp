@@ -53,8 +53,11 @@ double measure_matmul_gflops(int size) {
 
 void apply_runtime(const RuntimeOptions& options) {
   log::set_console_level(options.log_level);
+  // Workers of a data-parallel job on one machine share its cores (LOCAL_WORLD_SIZE, as torchrun sets it).
+  const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
+  const int workers = local_world != nullptr ? std::max(1, std::atoi(local_world)) : 1;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = options.threads > 0 ? options.threads : cores;
+  const int threads = options.threads > 0 ? options.threads : std::max(1, cores / workers);
   at::set_num_threads(threads);
   static std::once_flag interop_once;
   std::call_once(interop_once, [threads] { at::set_num_interop_threads(threads); });

@@ -9,7 +9,8 @@
 namespace saccade::cli {
 
 struct RuntimeOptions {
-  int threads = 0;                          // intra-op and inter-op threads; 0 = all cores
+  int threads =
+      0;  // intra-op and inter-op threads; 0 = all cores, shared by a machine's data-parallel workers
   log::Level log_level = log::Level::info;  // console log level: debug | info | warn | error
   bool check_blas = true;  // time a 256x256 matmul at start and warn if BLAS is the reference one
 };

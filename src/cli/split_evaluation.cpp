@@ -9,7 +9,11 @@
 namespace saccade::cli {
 
 EvaluatedSplit evaluate_split(
-    TrainedRun& run, const PreparedSplit& images, const CaptionSearch& search, const FeatureCache* features) {
+    TrainedRun& run,
+    const PreparedSplit& images,
+    const CaptionSearch& search,
+    const FeatureCache* features,
+    ProcessGroup* group) {
   const Split split = images.split;
   const auto dataset = make_caption_dataset(images, run.vocabulary, run.dataset.vocabulary);
   LoaderOptions loader_options =
@@ -22,12 +26,13 @@ EvaluatedSplit evaluate_split(
 
   DecodeSplitOptions options;
   options.features = features;
+  options.group = group;
   if (run.dataset.kind == "shapes") options.shapes_world = &run.dataset;
   EvaluatedSplit evaluated;
   evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);
   evaluated.results = score_split(
       evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config));
-  write_split_results(run.dir / "results", evaluated.results);
+  if (group == nullptr || group->is_main()) write_split_results(run.dir / "results", evaluated.results);
   const CaptionScores& scores = evaluated.results.scores;
   log::info() << to_string(split) << " (checkpoint epoch " << run.epoch << "): BLEU-4 " << scores.bleu[3]
               << ", CIDEr-D " << scores.cider_d << " (" << evaluated.decoded.image_order.size() << " images)";

@@ -25,11 +25,14 @@ struct EvaluatedSplit {
 };
 
 // `images` is a split of ensure_prepared(run.dataset); `features`, when given, its feature cache.
+// With a data-parallel `group` the ranks share the decoding, all get the whole split, and the
+// main rank writes the files.
 EvaluatedSplit evaluate_split(
     TrainedRun& run,
     const PreparedSplit& images,
     const CaptionSearch& search,
-    const FeatureCache* features = nullptr);
+    const FeatureCache* features = nullptr,
+    ProcessGroup* group = nullptr);
 
 // `saccade eval`'s printout: the split, search and checkpoint, one line per metric (METEOR as
 // unavailable with its reason), the shapes metrics.

@@ -64,19 +64,20 @@ TestPass test_best_checkpoint(
     const PreparedSplit& test_images,
     const FeatureCache* features,
     const TrainResult& trained,
-    RunLog& log) {
+    RunLog* log) {
   ComposeRequest request = job.request();
   request.overrides.clear();  // the saved config already holds them
   TrainedRun best = load_trained_run(job.run_dir, request);
   const auto search = make_caption_search(setup.validation);
   TestPass pass;
-  const EvaluatedSplit test = evaluate_split(best, test_images, *search, features);
+  const EvaluatedSplit test = evaluate_split(best, test_images, *search, features, job.group);
   pass.results = test.results;
+  if (log == nullptr) return pass;  // another rank writes the files
   auto row = score_row(test.results.scores);
   row["kind"] = "test";
   row["epoch"] = std::to_string(trained.best_epoch);
   row["step"] = std::to_string(trained.steps);
-  log.write(row, trained.steps);
+  log->write(row, trained.steps);
   const auto& order = test.decoded.image_order;
   const auto shown = std::min<size_t>(order.size(), static_cast<size_t>(setup.train.sample_captions));
   for (size_t i = 0; i < shown; ++i) {
@@ -89,7 +90,7 @@ TestPass test_best_checkpoint(
     const std::vector<SampleOverlay> overlays = write_sample_overlays(
         *best.model, best.vocabulary, *images, viz.sample_images, best.dataset.image, setup.validation, viz,
         job.run_dir / "samples");
-    if (EventWriter* events = log.events()) log_samples(*events, overlays, trained.steps);
+    if (EventWriter* events = log->events()) log_samples(*events, overlays, trained.steps);
   }
   return pass;
 }
@@ -133,24 +134,34 @@ int run_train(const Job& job) {
   TrainerSetup setup = trainer_setup_from(config, job.run_dir);
   const VizOptions viz = viz_options_from(config);
   validate(viz);
-  RunLog log(job.run_dir, metrics_columns(), config.get<bool>("run.tensorboard"));
-  setup.log = &log;
-  setup.on_epoch_end = [&] { write_run_report(job.run_dir); };
-  log::info() << "Run folder: " << job.run_dir.string();
-  Trainer trainer(setup);
-  const PreparedSplit& test_images = trainer.data().test;
-  std::unique_ptr<FeatureCache> test_features;  // checked now, not after training
-  if (setup.train.features && !test_images.images.empty()) {
-    test_features =
-        open_split_features(*setup.train.features, Split::test, test_images.images, setup.encoder.name);
+  const bool main_rank = job.group == nullptr || job.group->is_main();
+  std::optional<RunLog> log;
+  if (main_rank) {
+    log.emplace(job.run_dir, metrics_columns(), config.get<bool>("run.tensorboard"));
+    setup.log = &*log;
+    setup.on_epoch_end = [&] { write_run_report(job.run_dir); };
   }
-  const TrainResult result = trainer.run();
+  setup.group = job.group;
+  log::info() << "Run folder: " << job.run_dir.string();
+  PreparedSplit test_images;
+  std::unique_ptr<FeatureCache> test_features;
+  TrainResult result;
+  {
+    Trainer trainer(setup);  // released before the test pass, which loads the best checkpoint
+    test_images = trainer.data().test;
+    if (setup.train.features && !test_images.images.empty()) {  // checked now, not after training
+      test_features =
+          open_split_features(*setup.train.features, Split::test, test_images.images, setup.encoder.name);
+    }
+    result = trainer.run();
+  }
   std::optional<TestPass> test;
   if (!test_images.images.empty() && std::filesystem::exists(job.run_dir / "checkpoints" / "best")) {
-    test = test_best_checkpoint(job, setup, viz, test_images, test_features.get(), result, log);
-    write_run_report(job.run_dir);
+    test = test_best_checkpoint(
+        job, setup, viz, test_images, test_features.get(), result, log ? &*log : nullptr);
+    if (main_rank) write_run_report(job.run_dir);
   }
-  print_summary(result, test, setup.train, job.run_dir);
+  if (main_rank) print_summary(result, test, setup.train, job.run_dir);
   return 0;
 }
 

@@ -25,6 +25,11 @@ LoaderOptions loader_options_from(const Config& config, Split split, int64_t bat
 }
 
 void validate(const LoaderOptions& options) {
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
+    throw std::invalid_argument(
+        "A loader shard must be in [0, shards), got " + std::to_string(options.shard) + " of " +
+        std::to_string(options.shards));
+  }
   if (options.batch_size < 1) {
     throw std::invalid_argument("The batch size must be >= 1, got " + std::to_string(options.batch_size));
   }
@@ -104,7 +109,15 @@ std::vector<std::vector<int64_t>> plan_batches(
     batches.emplace_back(order.begin() + start, order.begin() + end);
   }
   if (options.bucketing && options.shuffle) shuffle(batches);
-  return batches;
+  if (options.shards == 1) return batches;
+  std::vector<std::vector<int64_t>> parts;
+  for (const auto& batch : batches) {
+    const int64_t n = static_cast<int64_t>(batch.size()), shards = options.shards;
+    if (n < shards) continue;
+    parts.emplace_back(
+        batch.begin() + options.shard * n / shards, batch.begin() + (options.shard + 1) * n / shards);
+  }
+  return parts;
 }
 
 Loader::Loader(

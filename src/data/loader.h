@@ -42,6 +42,10 @@ struct LoaderOptions {
   bool bucketing = false;   // batch samples of similar token length together (less padding)
   int bucket_pool = 50;     // with bucketing: how many batches' worth of samples are sorted together
   uint64_t seed = 0;        // the order and augmentation of epoch e depend only on (seed, e)
+  // Data-parallel training: this process reads part `shard` of `shards` of every batch of the
+  // plan (the same plan everywhere), so batch_size stays the global batch. 1 = the whole batch.
+  int shard = 0;
+  int shards = 1;
   // A sample whose image fails to decode (only possible without a cache): fail stops with an
   // error naming the file; skip drops it from its batch, logs it and counts it in skipped().
   BadImagePolicy on_bad_image = BadImagePolicy::fail;
@@ -70,7 +74,10 @@ Batch collate(std::vector<Sample> samples, const ImageOptions& image);
 // The batches of one epoch, as dataset indices: with shuffle, a permutation drawn from
 // Rng(mix_seed({seed, epoch})); with bucketing, consecutive pools of bucket_pool * batch_size
 // samples are each sorted by length (stable) and cut into batches, and with shuffle the batches
-// are then shuffled. drop_last removes a short final batch.
+// are then shuffled. drop_last removes a short final batch. With shards > 1 each batch of n
+// samples keeps its part `shard`: samples [shard * n / shards, (shard + 1) * n / shards) (integer
+// division), so the parts differ by at most one sample; a final batch with fewer samples than
+// shards is left out, as some part would be empty.
 std::vector<std::vector<int64_t>> plan_batches(
     const Dataset& dataset, const LoaderOptions& options, int64_t epoch);
 

@@ -142,8 +142,7 @@ std::vector<DecodedCaption> beam_search(
     AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
   validate(options);
   c10::InferenceMode inference;
-  const bool was_training = decoder.is_training();
-  decoder.eval();
+  EvalModeGuard eval_mode(decoder);
 
   const int64_t batch = annotations.size(0), beam = options.beam_size;
   const int64_t vocab = decoder.options().vocab_size;
@@ -192,7 +191,6 @@ std::vector<DecodedCaption> beam_search(
         step.state.h.index_select(0, rows), step.state.c.index_select(0, rows), step.state.memory};
     previous = words.reshape({batch * beam});  // [B*K]
   }
-  if (was_training) decoder.train();
   return best_captions(
       records, torch::stack(step_alphas), finished, scores, options);  // alphas [S, B, K, (N,) L]
 }

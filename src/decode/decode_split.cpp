@@ -4,26 +4,13 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/utils.h>
 
+#include <algorithm>
+#include <array>
+
 #include "decode/shapes_evaluator.h"
+#include "io/json.h"
 
 namespace saccade {
-namespace {
-
-// Restores a module's training flag when it goes out of scope.
-class EvalModeGuard {
- public:
-  explicit EvalModeGuard(torch::nn::Module& module) : module_(module), was_training_(module.is_training()) {
-    module_.eval();
-  }
-  ~EvalModeGuard() { module_.train(was_training_); }
-
- private:
-  torch::nn::Module& module_;
-  bool was_training_;
-};
-
-}  // namespace
-
 torch::Tensor annotations_of(
     CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features) {
   if (features == nullptr) return model.encode(batch.images);  // [B, L, D]
@@ -31,6 +18,69 @@ torch::Tensor annotations_of(
   for (const int64_t index : batch.indices) rows.push_back(dataset.image_of(index));
   return features->batch(rows);  // [B, L, D]
 }
+
+namespace {
+
+// One image as this rank decoded it; `alphas` float [n, (N,) L] on its [H', W'] grid, kept only
+// for the shapes metrics.
+struct DecodedImage {
+  int64_t position = 0;  // in the split's decoding order
+  std::string image_id;
+  std::vector<std::string> words;
+  std::vector<std::string> references;
+  torch::Tensor alphas;
+  std::array<int64_t, 2> grid{0, 0};
+  int64_t height = 0, width = 0;  // of the model's input image
+};
+
+Json to_json(const DecodedImage& image) {
+  Json::Array words(image.words.begin(), image.words.end());
+  Json::Array references(image.references.begin(), image.references.end());
+  Json::Array shape, alphas;
+  if (image.alphas.defined()) {
+    const auto values = image.alphas.to(torch::kFloat).contiguous();
+    for (const int64_t size : values.sizes()) shape.emplace_back(size);
+    for (int64_t i = 0; i < values.numel(); ++i)
+      alphas.emplace_back(static_cast<double>(values.data_ptr<float>()[i]));
+  }
+  return Json::array(
+      {image.position, image.image_id, Json(std::move(words)), Json(std::move(references)),
+       Json(std::move(shape)), Json(std::move(alphas)), image.grid[0], image.grid[1], image.height,
+       image.width});
+}
+
+DecodedImage from_json(const Json& json) {
+  const Json::Array& fields = json.as_array();
+  DecodedImage image;
+  image.position = fields.at(0).as_int64();
+  image.image_id = fields.at(1).as_string();
+  for (const Json& word : fields.at(2).as_array()) image.words.push_back(word.as_string());
+  for (const Json& reference : fields.at(3).as_array()) image.references.push_back(reference.as_string());
+  std::vector<int64_t> shape;
+  for (const Json& size : fields.at(4).as_array()) shape.push_back(size.as_int64());
+  std::vector<float> alphas;
+  for (const Json& value : fields.at(5).as_array()) alphas.push_back(static_cast<float>(value.as_double()));
+  if (!shape.empty()) image.alphas = torch::tensor(alphas, torch::kFloat).reshape(shape);
+  image.grid = {fields.at(6).as_int64(), fields.at(7).as_int64()};
+  image.height = fields.at(8).as_int64();
+  image.width = fields.at(9).as_int64();
+  return image;
+}
+
+// Every rank's images, in decoding order.
+std::vector<DecodedImage> gather(const std::vector<DecodedImage>& mine, ProcessGroup& group) {
+  Json::Array local;
+  for (const DecodedImage& image : mine) local.push_back(to_json(image));
+  std::vector<DecodedImage> all;
+  for (const std::string& text : group.all_gather(dump_json(Json(std::move(local))))) {
+    const Json images = parse_json(text, "decoded images");
+    for (const Json& image : images.as_array()) all.push_back(from_json(image));
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.position < b.position; });
+  return all;
+}
+
+}  // namespace
 
 DecodedSplit decode_split(
     CaptionerImpl& model,
@@ -40,29 +90,48 @@ DecodedSplit decode_split(
     const DecodeSplitOptions& options) {
   torch::NoGradGuard no_grad;
   EvalModeGuard eval_mode(model);
-  std::optional<ShapesEvaluator> shapes;
-  if (options.shapes_world != nullptr) shapes.emplace(*options.shapes_world);
-  const auto full = [&](const DecodedSplit& decoded) {
-    return options.max_images > 0 && static_cast<int64_t>(decoded.image_order.size()) >= options.max_images;
-  };
+  const int rank = options.group ? options.group->rank() : 0,
+            ranks = options.group ? options.group->size() : 1;
   const auto& dataset = static_cast<const CaptionDataset&>(loader.dataset());
-  DecodedSplit decoded;
+  const auto full = [&](int64_t position) {
+    return options.max_images > 0 && position >= options.max_images;
+  };
+  std::vector<DecodedImage> images;
+  int64_t position = 0;
   loader.start_epoch(0);
-  while (std::optional<Batch> batch = loader.next()) {
+  for (int64_t number = 0; std::optional<Batch> batch = loader.next(); ++number) {
+    if (full(position)) break;
+    if (number % ranks != rank) {  // another rank's batch: the same batches as one process decodes
+      position += batch->size();
+      continue;
+    }
     const int64_t height = batch->images.size(2), width = batch->images.size(3);
     const auto grid = model.encoder->grid_size(height, width);
     const auto captions =
         search.search(*model.decoder, annotations_of(model, *batch, dataset, options.features));
-    for (int64_t b = 0; b < batch->size() && !full(decoded); ++b) {
-      const std::string& id = batch->image_ids[b];
-      const std::vector<std::string> words = vocabulary.decode(captions[b].tokens);
-      decoded.image_order.push_back(id);
-      decoded.candidates[id] = join_words(words);
-      for (const auto& reference : batch->references[b])
-        decoded.references[id].push_back(join_words(reference));
-      if (shapes) shapes->add(id, words, captions[b].alphas, grid, height, width);
+    for (int64_t b = 0; b < batch->size() && !full(position); ++b) {
+      DecodedImage image;
+      image.position = position++;
+      image.image_id = batch->image_ids[b];
+      image.words = vocabulary.decode(captions[b].tokens);
+      for (const auto& reference : batch->references[b]) image.references.push_back(join_words(reference));
+      if (options.shapes_world != nullptr) image.alphas = captions[b].alphas;
+      image.grid = grid;
+      image.height = height;
+      image.width = width;
+      images.push_back(std::move(image));
     }
-    if (full(decoded)) break;
+  }
+  if (ranks > 1) images = gather(images, *options.group);
+
+  std::optional<ShapesEvaluator> shapes;
+  if (options.shapes_world != nullptr) shapes.emplace(*options.shapes_world);
+  DecodedSplit decoded;
+  for (const DecodedImage& image : images) {
+    decoded.image_order.push_back(image.image_id);
+    decoded.candidates[image.image_id] = join_words(image.words);
+    decoded.references[image.image_id] = image.references;
+    if (shapes) shapes->add(image.image_id, image.words, image.alphas, image.grid, image.height, image.width);
   }
   if (shapes) decoded.shapes = shapes->scores();
   return decoded;

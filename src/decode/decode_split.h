@@ -23,6 +23,7 @@
 #include "data/prepare.h"
 #include "data/vocabulary.h"
 #include "decode/search.h"
+#include "dist/process_group.h"
 #include "eval/caption_scores.h"
 #include "eval/shapes_metrics.h"
 #include "eval/split_results.h"
@@ -39,6 +40,10 @@ struct DecodeSplitOptions {
   // The shapes world's options (dataset.kind shapes): also score where the attention looked and
   // what the captions say (eval/shapes_metrics.h). nullptr = captions only.
   const DatasetOptions* shapes_world = nullptr;
+  // Data-parallel: rank r decodes batches r, r + R, r + 2R, ... of the R ranks (the batches one
+  // process would decode, so the captions are bit for bit a single process's) and every rank
+  // gets the whole split back. nullptr = this process decodes everything.
+  ProcessGroup* group = nullptr;
 };
 
 struct DecodedSplit {

@@ -57,8 +57,7 @@ std::vector<DecodedCaption> greedy_search(
         "make_caption_search chooses beam search for them");
   }
   c10::InferenceMode inference;
-  const bool was_training = decoder.is_training();
-  decoder.eval();
+  EvalModeGuard eval_mode(decoder);
 
   const int64_t batch = annotations.size(0);
   DecoderState state = decoder.init_state(annotations);
@@ -78,7 +77,6 @@ std::vector<DecodedCaption> greedy_search(
     state = std::move(step.state);
     previous = word;
   }
-  if (was_training) decoder.train();
 
   const auto word_matrix = torch::stack(words, 1);          // [B, S]
   const auto log_prob_matrix = torch::stack(log_probs, 1);  // [B, S]

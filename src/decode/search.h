@@ -94,6 +94,22 @@ std::vector<DecodedCaption> greedy_search(
 std::vector<DecodedCaption> beam_search(
     AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
 
+// Puts a module in eval mode for a scope and restores its training flag on the way out, also
+// when the scope is left by an exception.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(torch::nn::Module& module) : module_(module), was_training_(module.is_training()) {
+    module_.eval();
+  }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  torch::nn::Module& module_;
+  bool was_training_;
+};
+
 // A caption search strategy: annotations [B, L, D] -> one caption per image.
 class CaptionSearch {
  public:

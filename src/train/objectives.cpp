@@ -100,6 +100,7 @@ HardAttentionTerms hard_attention_terms(
   auto reward = caption_log_likelihood.detach().to(torch::kDouble);                      // [B]
   if (options.reward == HardReward::per_word) reward = reward / lengths.to(torch::kDouble).clamp_min(1);
   const int64_t samples = sampled.sum().item<int64_t>();
+  terms.sampled_captions = samples;
   if (samples > 0) {
     terms.reward = reward.masked_select(sampled).mean().item<double>();
     const double b = baseline.value_or(*terms.reward);

@@ -73,6 +73,7 @@ struct HardAttentionTerms {
   torch::Tensor reinforce;       // [] -lambda_r mean_b (R_b - b) log p(s~_b | a) over sampled captions
   torch::Tensor entropy;         // [] mean_b sum_t H[alpha_bt] over real steps (and heads)
   std::optional<double> reward;  // the sampled captions' mean reward R; none if none was sampled
+  int64_t sampled_captions = 0;  // how many captions R averages
 };
 
 // caption_log_likelihood [B] log p(y | s~, a), the reward's source (a constant for the gradient)

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
@@ -68,6 +69,19 @@ std::string config_markdown(const std::string& config_yaml) {
   return text;
 }
 
+// A fingerprint of every parameter's bits (FNV-1a), for checking that ranks agree.
+std::string parameter_digest(const torch::nn::Module& module) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (const auto& parameter : module.parameters()) {
+    const auto values = parameter.detach().contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(values.data_ptr());
+    for (size_t i = 0; i < values.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+  }
+  char text[20];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
 bool augments(const AugmentOptions& augment) {
   return augment.hflip > 0 || augment.brightness > 0 || augment.contrast > 0;
 }
@@ -108,14 +122,16 @@ struct Trainer::StepLog {
 
 Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.train) {
   validate(options_);
-  if (setup_.log == nullptr) throw std::invalid_argument("The trainer needs a RunLog");
   if (options_.features && augments(setup_.dataset.augment)) {
     throw std::invalid_argument(
         "train.features and dataset.augment cannot be combined: the cached annotations were extracted from "
         "unaugmented images, so no augmentation would reach the model. HINT: set dataset.augment.hflip, "
         "brightness and contrast to 0, or train without train.features");
   }
+  // The main rank generates the data and builds its caches first; the others then read them.
+  if (ranks() > 1 && rank() != 0) setup_.group->barrier();
   data_ = ensure_prepared(setup_.dataset);
+  if (ranks() > 1 && rank() == 0) setup_.group->barrier();
   result_.skipped_images = static_cast<int64_t>(data_.skipped().size());
   const std::filesystem::path resume_dir =
       options_.resume ? *options_.resume / "checkpoints" / "last" : std::filesystem::path();
@@ -150,12 +166,23 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
     log::info() << "Annotations from the feature cache " << options_.features->string()
                 << ": the encoder does not run";
   }
+  if (ranks() > 1) {
+    // Rank 0's parameters and buffers everywhere (they already agree when all start from one seed
+    // or checkpoint; this makes it so).
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> state;
+    for (const auto& parameter : model_->parameters()) state.push_back(parameter.data());
+    for (const auto& buffer : model_->buffers()) state.push_back(buffer.data());
+    setup_.group->broadcast(state);
+  }
+  LoaderOptions train_loader = setup_.train_loader;
+  train_loader.shard = rank();
+  train_loader.shards = ranks();
   train_loader_ = std::make_unique<Loader>(
-      train_set_, setup_.train_loader, setup_.dataset.image,
-      make_augmentation(setup_.dataset.augment, vocabulary_));
+      train_set_, train_loader, setup_.dataset.image, make_augmentation(setup_.dataset.augment, vocabulary_));
   val_loader_ = std::make_unique<Loader>(val_set_, setup_.eval_loader, setup_.dataset.image);
   validation_search_ = make_caption_search(setup_.validation);
-  if (EventWriter* events = setup_.log->events())
+  if (EventWriter* events = setup_.log ? setup_.log->events() : nullptr)
     events->add_text("config", config_markdown(setup_.config_yaml), state_.step);
   log::info() << "Training on " << train_set_->size() << " captions of " << data_.train.images.size()
               << " images; validating on " << val_set_->size() << " images; vocabulary " << vocabulary_.size()
@@ -174,6 +201,7 @@ TrainResult Trainer::run() {
       break;
     }
   }
+  if (setup_.group) setup_.group->barrier();  // the main rank's checkpoints are written
   result_.epochs_completed = state_.epoch;
   result_.steps = state_.step;
   result_.best_metric = state_.best_metric;
@@ -183,7 +211,8 @@ TrainResult Trainer::run() {
 }
 
 void Trainer::train_epoch(int64_t epoch) {
-  torch::manual_seed(mix_seed({options_.seed, static_cast<uint64_t>(epoch)}));
+  // Dropout and hard-attention samples differ between ranks: seed + rank (rank 0 = one process).
+  torch::manual_seed(mix_seed({options_.seed + static_cast<uint64_t>(rank()), static_cast<uint64_t>(epoch)}));
   train_loader_->start_epoch(epoch);
   int64_t steps_this_epoch = train_loader_->batches_per_epoch();
   if (options_.max_steps_per_epoch > 0)
@@ -204,7 +233,7 @@ void Trainer::train_epoch(int64_t epoch) {
     row["loss"] = MetricsCsv::number(logged.loss);
     row["lr"] = MetricsCsv::number(state_.learning_rate);
     row["images_per_s"] = MetricsCsv::number(progress.rate());
-    setup_.log->write(row, state_.step);
+    write_row(row);
   }
   progress.finish();
 }
@@ -227,7 +256,17 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
     total = total + hard->loss;
   }
   StepLog logged;
-  logged.loss = total.item<double>();
+  logged.terms = {{"xent", loss.xent}, {"alpha_reg", loss.alpha_reg}};
+  if (hard) {
+    logged.terms["reinforce"] = hard->reinforce;
+    logged.terms["attention_entropy"] = hard->entropy;
+  }
+  std::optional<double> reward = hard ? hard->reward : std::nullopt;
+  if (ranks() > 1) {
+    total = share_of_batch(batch.size(), loss, hard, logged, reward);
+  } else {
+    logged.loss = total.item<double>();
+  }
   if (!std::isfinite(logged.loss)) {
     throw std::runtime_error(
         "The loss became " + std::string(std::isnan(logged.loss) ? "NaN" : "infinite") + " at epoch " +
@@ -238,27 +277,92 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
   }
   optimizer_->zero_grad();
   total.backward();
+  if (ranks() > 1) sum_gradients();
   if (options_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.grad_clip);
   optimizer_->step();
-  if (hard && hard->reward) {
+  if (reward) {
     const double decay = options_.hard.baseline_decay;
-    state_.reinforce_baseline = state_.reinforce_baseline
-                                    ? decay * *state_.reinforce_baseline + (1.0 - decay) * *hard->reward
-                                    : *hard->reward;
+    state_.reinforce_baseline =
+        state_.reinforce_baseline ? decay * *state_.reinforce_baseline + (1.0 - decay) * *reward : *reward;
   }
   ++state_.step;
-  logged.terms = {{"xent", loss.xent}, {"alpha_reg", loss.alpha_reg}};
-  if (hard) {
-    logged.terms["reinforce"] = hard->reinforce;
-    logged.terms["attention_entropy"] = hard->entropy;
-  }
   return logged;
+}
+
+torch::Tensor Trainer::share_of_batch(
+    int64_t captions,
+    const SoftAttentionLoss& loss,
+    const std::optional<HardAttentionTerms>& hard,
+    StepLog& logged,
+    std::optional<double>& reward) {
+  // The whole batch's counts: captions, target tokens, sampled captions and their summed reward.
+  const int64_t sampled = hard ? hard->sampled_captions : 0;
+  auto counts = torch::tensor(
+      {static_cast<double>(captions), static_cast<double>(loss.tokens), static_cast<double>(sampled),
+       reward ? *reward * static_cast<double>(sampled) : 0.0},
+      torch::kDouble);
+  setup_.group->all_reduce_sum({counts});
+  const auto count = counts.accessor<double, 1>();
+  // The cross-entropy averages over captions or tokens, the other terms over captions.
+  const double caption_share = static_cast<double>(captions) / count[0];
+  const double xent_share = options_.xent_reduction == XentReduction::per_caption
+                                ? caption_share
+                                : static_cast<double>(loss.tokens) / std::max(1.0, count[1]);
+  reward = count[2] > 0 ? std::optional<double>(count[3] / count[2]) : std::nullopt;
+  auto total = xent_share * loss.xent + caption_share * loss.alpha_reg;
+  if (hard) total = total + caption_share * hard->loss;
+  // The whole batch's terms, for the log and the NaN check: the sum of the ranks' shares.
+  std::vector<torch::Tensor> terms = {total.detach().to(torch::kDouble).reshape({1})};
+  for (auto& [name, value] : logged.terms) {
+    value = (name == "xent" ? xent_share : caption_share) * value.detach().to(torch::kDouble);
+    terms.push_back(value.reshape({1}));
+  }
+  auto summed = torch::cat(terms);
+  setup_.group->all_reduce_sum({summed});
+  logged.loss = summed[0].item<double>();
+  int64_t i = 1;
+  for (auto& entry : logged.terms) entry.second = summed[i++];
+  return total;
+}
+
+void Trainer::sum_gradients() {
+  constexpr int64_t kBucketBytes = 25 << 20;
+  std::vector<torch::Tensor> bucket;
+  int64_t bytes = 0;
+  const auto flush = [&] {
+    if (bucket.empty()) return;
+    std::vector<torch::Tensor> flat;
+    for (const auto& grad : bucket) flat.push_back(grad.reshape({-1}));
+    auto joined = torch::cat(flat);
+    setup_.group->all_reduce_sum({joined});
+    int64_t offset = 0;
+    for (auto& grad : bucket) {
+      grad.copy_(joined.narrow(0, offset, grad.numel()).view_as(grad));
+      offset += grad.numel();
+    }
+    bucket.clear();
+    bytes = 0;
+  };
+  for (auto& parameter : model_->parameters()) {
+    if (!parameter.requires_grad()) continue;
+    // Every rank sends the same buckets, with zeros for a gradient this rank's batch left out.
+    if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+    bucket.push_back(parameter.grad());
+    bytes += parameter.grad().numel() * static_cast<int64_t>(parameter.grad().element_size());
+    if (bytes >= kBucketBytes) flush();
+  }
+  flush();
+}
+
+void Trainer::write_row(const std::map<std::string, std::string>& row) {
+  if (setup_.log) setup_.log->write(row, state_.step);
 }
 
 bool Trainer::end_epoch(int64_t epoch) {
   DecodeSplitOptions decode;
   decode.max_images = options_.val_max_images;
   decode.features = val_features_.get();
+  decode.group = setup_.group;
   const DecodedSplit decoded = decode_split(*model_, *val_loader_, *validation_search_, vocabulary_, decode);
   result_.last_validation = score_captions(decoded.references, decoded.candidates, setup_.scores);
   auto row = score_row(result_.last_validation);
@@ -266,7 +370,7 @@ bool Trainer::end_epoch(int64_t epoch) {
   row["epoch"] = std::to_string(epoch);
   row["step"] = std::to_string(state_.step);
   row["lr"] = MetricsCsv::number(state_.learning_rate);
-  setup_.log->write(row, state_.step);
+  write_row(row);
   log::info() << "epoch " << epoch << " validation: BLEU-4 " << result_.last_validation.bleu[3]
               << ", CIDEr-D " << result_.last_validation.cider_d << " (" << decoded.image_order.size()
               << " images)";
@@ -290,11 +394,14 @@ bool Trainer::end_epoch(int64_t epoch) {
     log::info() << "learning rate now " << state_.learning_rate;
   }
 
-  const auto checkpoints = setup_.run_dir / "checkpoints";
-  save_checkpoint(checkpoints / "last", *model_, *optimizer_, state_, vocabulary_, setup_.config_yaml);
-  if (improved)
-    save_checkpoint(checkpoints / "best", *model_, *optimizer_, state_, vocabulary_, setup_.config_yaml);
-  if (setup_.on_epoch_end) setup_.on_epoch_end();
+  if (ranks() > 1) log::info() << "epoch " << epoch << " parameters " << parameter_digest(*model_);
+  if (rank() == 0) {
+    const auto checkpoints = setup_.run_dir / "checkpoints";
+    save_checkpoint(checkpoints / "last", *model_, *optimizer_, state_, vocabulary_, setup_.config_yaml);
+    if (improved)
+      save_checkpoint(checkpoints / "best", *model_, *optimizer_, state_, vocabulary_, setup_.config_yaml);
+    if (setup_.on_epoch_end) setup_.on_epoch_end();
+  }
   if (options_.early_stopping_patience == 0 ||
       state_.epochs_without_improvement < options_.early_stopping_patience)
     return false;

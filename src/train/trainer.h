@@ -40,6 +40,7 @@
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "decode/search.h"
+#include "dist/process_group.h"
 #include "eval/caption_scores.h"
 #include "io/run_log.h"
 #include "models/captioner.h"
@@ -60,8 +61,13 @@ struct TrainerSetup {
   SearchOptions validation;  // the search that validates: validation_search(train, decode.hard_read)
   std::string config_yaml;   // the resolved config, saved with every checkpoint
   std::filesystem::path run_dir;
-  RunLog* log = nullptr;               // metrics.csv and TensorBoard; required
+  RunLog* log = nullptr;               // metrics.csv and TensorBoard; the main rank's only, else nullptr
   std::function<void()> on_epoch_end;  // after an epoch's checkpoints are written; may be empty
+  // Data-parallel peers (dist/process_group.h); nullptr = this process alone. Every rank reads its
+  // part of each global batch of train.batch_size; parameters start as rank 0's, gradients are
+  // summed over the ranks with each rank's loss weighted by its share of the batch, so every rank
+  // takes the same step; validation is shared out and gathered; only the main rank writes files.
+  ProcessGroup* group = nullptr;
 };
 
 struct TrainResult {
@@ -109,6 +115,20 @@ class Trainer {
   bool end_epoch(int64_t epoch);
   // The learning-rate factor the schedule applies after an epoch (1 = unchanged).
   double schedule_factor(int64_t epoch, bool improved);
+  // Data-parallel: this rank's share of the whole batch's objective (to backpropagate); the
+  // logged terms and the mean reward become the whole batch's.
+  torch::Tensor share_of_batch(
+      int64_t captions,
+      const SoftAttentionLoss& loss,
+      const std::optional<HardAttentionTerms>& hard,
+      StepLog& logged,
+      std::optional<double>& reward);
+  // Data-parallel: the sum over ranks of every gradient, in buckets of ~25 MB.
+  void sum_gradients();
+  // The metrics row every rank computed, written by the main rank.
+  void write_row(const std::map<std::string, std::string>& row);
+  int rank() const { return setup_.group ? setup_.group->rank() : 0; }
+  int ranks() const { return setup_.group ? setup_.group->size() : 1; }
 
   TrainerSetup setup_;
   const TrainOptions& options_;  // setup_.train

@@ -83,6 +83,44 @@ TEST(PlanBatches, InOrderWithoutShuffleAndDropLast) {
   EXPECT_EQ(plan_batches(data, options, 0), (std::vector<std::vector<int64_t>>{{0, 1, 2}, {3, 4, 5}}));
 }
 
+TEST(PlanBatches, ShardsSplitEveryBatchOfTheSharedPlan) {
+  const CountingDataset data(13);
+  LoaderOptions options = options_with(5, 0);  // batches {0..4} {5..9} {10, 11, 12}
+  options.shards = 2;
+  options.shard = 0;
+  EXPECT_EQ(plan_batches(data, options, 0), (std::vector<std::vector<int64_t>>{{0, 1}, {5, 6}, {10}}));
+  options.shard = 1;
+  EXPECT_EQ(
+      plan_batches(data, options, 0), (std::vector<std::vector<int64_t>>{{2, 3, 4}, {7, 8, 9}, {11, 12}}));
+  // A last batch with fewer samples than shards is left out on every shard.
+  options.shards = 4;
+  options.shard = 3;
+  EXPECT_EQ(plan_batches(data, options, 0), (std::vector<std::vector<int64_t>>{{3, 4}, {8, 9}}));
+  options.batch_size = 6;  // {0..5} {6..11} {12}
+  EXPECT_EQ(plan_batches(data, options, 0), (std::vector<std::vector<int64_t>>{{4, 5}, {10, 11}}));
+  // With shuffling, the shards of one epoch are disjoint and together hold the whole plan.
+  options = options_with(5, 0);
+  options.shuffle = true;
+  options.shards = 2;
+  const auto whole = [&] {
+    LoaderOptions one = options;
+    one.shards = 1;
+    return plan_batches(data, one, 4);
+  }();
+  options.shard = 0;
+  const auto first = plan_batches(data, options, 4);
+  options.shard = 1;
+  const auto second = plan_batches(data, options, 4);
+  ASSERT_EQ(first.size(), whole.size());
+  for (size_t b = 0; b < whole.size(); ++b) {
+    std::vector<int64_t> joined = first[b];
+    joined.insert(joined.end(), second[b].begin(), second[b].end());
+    EXPECT_EQ(joined, whole[b]);
+  }
+  options.shard = 2;
+  EXPECT_THROW(validate(options), std::invalid_argument);
+}
+
 TEST(PlanBatches, ShuffleIsAPermutationThatDependsOnlyOnSeedAndEpoch) {
   const CountingDataset data(50);
   LoaderOptions options = options_with(8, 0);

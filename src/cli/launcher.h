@@ -1,0 +1,17 @@
+// `saccade train --nproc N`: N local workers of one data-parallel job, started the way torchrun
+// starts them (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and a free
+// MASTER_PORT in each worker's environment), for users without Python.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace saccade::cli {
+
+// Runs `argv` (this binary's command line without --nproc) as `nproc` workers and waits for all.
+// When one fails, the others are stopped (SIGTERM, then SIGKILL after a grace period). Returns
+// 0, or the exit code of the first worker that failed. Throws std::runtime_error when a worker
+// cannot be started.
+int launch_local_workers(int nproc, const std::vector<std::string>& argv);
+
+}  // namespace saccade::cli

@@ -1,0 +1,71 @@
+// ProcessGroup: the processes of one data-parallel job, talking through LibTorch's c10d (Gloo on
+// CPU tensors), found the way torchrun finds them.
+//
+//   DistOptions options = dist_options_from_environment(/*timeout_s=*/300);   // RANK, WORLD_SIZE, ...
+//   validate(options);
+//   ProcessGroup group(options);            // rendezvous; rank 0 hosts the TCPStore
+//   group.broadcast(parameters);            // rank 0's values everywhere, in place
+//   group.all_reduce_sum(gradients);        // the sum over ranks, in place
+//   std::vector<std::string> all = group.all_gather("rank's text");   // in rank order
+//
+// A world of size 1 needs no peers: every call returns at once with the single process's values.
+// A peer that never joins, or dies, makes the others' calls fail within the timeout with a
+// std::runtime_error naming what was being waited for.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace saccade {
+
+struct DistOptions {
+  int rank = 0;                           // RANK: this process, 0 .. world_size - 1
+  int world_size = 1;                     // WORLD_SIZE: processes in the job
+  int local_rank = 0;                     // LOCAL_RANK: this process on its machine
+  std::string master_addr = "127.0.0.1";  // MASTER_ADDR: where rank 0 hosts the store
+  int master_port = 29500;                // MASTER_PORT
+  std::chrono::seconds timeout{300};      // how long any wait for a peer may take
+};
+
+// The job as torchrun (or `saccade train --nproc`, or a SLURM script) describes it in RANK,
+// WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; a single process when WORLD_SIZE is unset.
+// Throws std::invalid_argument naming the variable and its value when one is not an integer.
+DistOptions dist_options_from_environment(int timeout_s);
+
+// Throws std::invalid_argument, one sentence per broken rule: world_size >= 1, 0 <= rank <
+// world_size, 0 <= local_rank, a port in 1 .. 65535, timeout >= 1 s.
+void validate(const DistOptions& options);
+
+class ProcessGroup {
+ public:
+  // Joins the job: rank 0 listens on master_addr:master_port, every rank connects and waits for
+  // all of them. Throws std::runtime_error (one line) when the port is taken or a peer does not
+  // join within the timeout.
+  explicit ProcessGroup(const DistOptions& options);
+  ~ProcessGroup();
+
+  int rank() const { return options_.rank; }
+  int size() const { return options_.world_size; }
+  bool is_main() const { return options_.rank == 0; }
+
+  // Rank `root`'s tensors, copied into every rank's (same shapes and dtypes everywhere).
+  void broadcast(std::vector<torch::Tensor> tensors, int root = 0);
+  // Every tensor replaced by its sum over the ranks.
+  void all_reduce_sum(std::vector<torch::Tensor> tensors);
+  // Every rank's text, in rank order.
+  std::vector<std::string> all_gather(const std::string& text);
+  // Waits until every rank has called it.
+  void barrier();
+
+ private:
+  struct Backend;
+  DistOptions options_;
+  std::unique_ptr<Backend> backend_;  // null for a world of one
+};
+
+}  // namespace saccade

@@ -1,0 +1,123 @@
+// Data-parallel training as users start it: `saccade train --nproc 2` and the real torchrun
+// launcher, on loopback. Two ranks of the smoke experiment (dropout off, frozen encoder) keep
+// identical parameters and train as one process with the same global batch does; only rank 0
+// writes the run's files; bad job variables and absent peers end in one line.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <regex>
+
+#include "io/metrics_csv.h"
+#include "test_util.h"
+
+namespace saccade::testing {
+namespace {
+
+std::vector<std::string> smoke(const std::filesystem::path& run_dir, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {
+      "train",
+      "-cp",
+      (source_dir() / "configs").string(),
+      "experiment=smoke",
+      "decoder.dropout=0",
+      "encoder.trainable_blocks=0",
+      "run.dir=" + run_dir.string()};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// "epoch N parameters <digest>" lines of a log, in order.
+std::vector<std::string> parameter_digests(const std::filesystem::path& log) {
+  std::vector<std::string> digests;
+  const std::string text = read_file(log);
+  const std::regex line("epoch \\d+ parameters [0-9a-f]{16}");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it)
+    digests.push_back(it->str());
+  return digests;
+}
+
+// Every number of two metrics.csv files agrees within `relative` (images_per_s aside).
+void expect_same_metrics(const std::filesystem::path& a, const std::filesystem::path& b, double relative) {
+  const MetricsTable one = read_metrics_csv(a), two = read_metrics_csv(b);
+  ASSERT_EQ(one.rows.size(), two.rows.size());
+  for (size_t i = 0; i < one.rows.size(); ++i) {
+    for (const auto& column : one.columns) {
+      if (column == "images_per_s") continue;
+      const auto x = MetricsTable::number(one.rows[i], column), y = MetricsTable::number(two.rows[i], column);
+      ASSERT_EQ(x.has_value(), y.has_value()) << "row " << i << " " << column;
+      if (!x) continue;
+      EXPECT_LE(std::abs(*x - *y), relative * std::max(1e-6, std::abs(*x))) << "row " << i << " " << column;
+    }
+  }
+}
+
+TEST(Distributed, TwoRanksTrainAsOneProcessWithTheSameGlobalBatch) {
+  TempDir work;
+  const auto two = work / "two";
+  const auto parallel = run_saccade(smoke(two, {"--nproc", "2"}), work.path());
+  ASSERT_EQ(parallel.exit_code, 0) << parallel.err;
+  const auto one = work / "one";
+  ASSERT_EQ(run_saccade(smoke(one), work.path()).exit_code, 0);
+
+  // Both ranks hold the same parameters, bit for bit, after every epoch.
+  const auto rank0 = parameter_digests(two / "train.log"), rank1 = parameter_digests(two / "logs/rank1.log");
+  ASSERT_EQ(rank0.size(), 2u);
+  EXPECT_EQ(rank0, rank1);
+  expect_same_metrics(one / "metrics.csv", two / "metrics.csv", 1e-5);
+  // Only rank 0 writes the run's files; rank 1 keeps its own log.
+  EXPECT_TRUE(std::filesystem::exists(two / "checkpoints/best/model.safetensors"));
+  EXPECT_TRUE(std::filesystem::exists(two / "report.html"));
+  EXPECT_EQ(parallel.out.find("Run folder:"), parallel.out.rfind("Run folder:"))
+      << parallel.out;  // one summary
+  for (const auto& entry : std::filesystem::directory_iterator(two / "logs"))
+    EXPECT_EQ(entry.path().filename(), "rank1.log");
+  // Validation and the test split were shared out and gathered: a single process's captions.
+  EXPECT_EQ(read_file(two / "results/test.json"), read_file(one / "results/test.json"));
+}
+
+TEST(Distributed, TheRealTorchrunLaunchesTheWorkers) {
+  if (!std::filesystem::exists("/usr/bin/python3") ||
+      run_program({"/usr/bin/python3", "-c", "import torch.distributed.run"}).exit_code != 0) {
+    GTEST_SKIP() << "Debian's python3-torch (torchrun) is not installed";
+  }
+  TempDir work;
+  const auto run = work / "torchrun";
+  std::vector<std::string> argv = {"/usr/bin/python3",   (source_dir() / "scripts/torchrun.py").string(),
+                                   "--nproc_per_node=2", "--master_port=" + std::to_string(free_port()),
+                                   "--no_python",        SACCADE_BINARY};
+  for (const auto& arg : smoke(run, {"train.epochs=1"})) argv.push_back(arg);
+  const auto result = run_program(argv, work.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto rank0 = parameter_digests(run / "train.log");
+  ASSERT_EQ(rank0.size(), 1u);
+  EXPECT_EQ(rank0, parameter_digests(run / "logs/rank1.log"));
+}
+
+TEST(Distributed, BadJobVariablesAndAbsentPeersAreOneLine) {
+  TempDir work;
+  const auto zero = run_saccade(smoke(work / "a", {"--nproc", "0"}), work.path());
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--nproc must be a positive integer, got '0'"), std::string::npos) << zero.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "a"));
+
+  const auto rank = run_saccade(smoke(work / "b"), work.path(), {{"WORLD_SIZE", "2"}, {"RANK", "2"}});
+  EXPECT_EQ(rank.exit_code, 2);
+  EXPECT_NE(rank.err.find("RANK must be in [0, WORLD_SIZE) = [0, 2), got 2"), std::string::npos) << rank.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "b"));
+
+  // Rank 0 alone: its peer never joins, so it stops after dist.timeout_s.
+  const auto started = std::chrono::steady_clock::now();
+  const auto alone = run_saccade(
+      smoke(work / "c", {"dist.timeout_s=2"}), work.path(),
+      {{"WORLD_SIZE", "2"},
+       {"RANK", "0"},
+       {"MASTER_ADDR", "127.0.0.1"},
+       {"MASTER_PORT", std::to_string(free_port())}});
+  EXPECT_EQ(alone.exit_code, 1);
+  EXPECT_NE(alone.err.find("saccade: error: rank 0 could not"), std::string::npos) << alone.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
+}
+
+}  // namespace
+}  // namespace saccade::testing

@@ -1,0 +1,118 @@
+// ProcessGroup on loopback: two ranks (threads of this process) meet through a TCPStore and
+// exchange tensors and text; the job's variables are parsed and checked with one-line errors.
+#include "dist/process_group.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <functional>
+#include <future>
+#include <stdexcept>
+
+#include "test_util.h"
+
+namespace saccade {
+namespace {
+
+using testing::free_port;
+
+DistOptions rank_of_two(int rank, int port, int timeout_s = 20) {
+  DistOptions options;
+  options.rank = rank;
+  options.world_size = 2;
+  options.local_rank = rank;
+  options.master_port = port;
+  options.timeout = std::chrono::seconds(timeout_s);
+  return options;
+}
+
+// Runs `body` as rank 0 and rank 1 at once; rethrows what either threw.
+void run_two_ranks(const std::function<void(ProcessGroup&)>& body) {
+  const int port = free_port();
+  auto rank = [&](int r) {
+    ProcessGroup group(rank_of_two(r, port));
+    body(group);
+  };
+  auto other = std::async(std::launch::async, rank, 1);
+  rank(0);
+  other.get();
+}
+
+TEST(ProcessGroup, BroadcastSumsAndGathersAcrossTwoRanks) {
+  run_two_ranks([](ProcessGroup& group) {
+    const double r = group.rank();
+    auto weights = torch::full({2, 3}, 10.0 * (r + 1));  // rank 0: 10s, rank 1: 20s
+    group.broadcast({weights});
+    EXPECT_TRUE(torch::equal(weights, torch::full({2, 3}, 10.0))) << "rank " << r;
+    auto gradient = torch::tensor({1.0 + r, 2.0 * r});  // [1, 0] and [2, 2]
+    auto count = torch::tensor({static_cast<int64_t>(3 + r)});
+    group.all_reduce_sum({gradient, count});
+    EXPECT_TRUE(torch::equal(gradient, torch::tensor({3.0, 2.0}))) << "rank " << r;
+    EXPECT_EQ(count.item<int64_t>(), 7);
+    const auto texts = group.all_gather(r == 0 ? "a red circle" : "");
+    EXPECT_EQ(texts, (std::vector<std::string>{"a red circle", ""}));
+    group.barrier();
+  });
+}
+
+TEST(ProcessGroup, AWorldOfOneNeedsNoPeers) {
+  ProcessGroup group(DistOptions{});
+  auto values = torch::tensor({1.5, -2.0});
+  group.all_reduce_sum({values});
+  group.broadcast({values});
+  EXPECT_TRUE(torch::equal(values, torch::tensor({1.5, -2.0})));
+  EXPECT_EQ(group.all_gather("only"), std::vector<std::string>{"only"});
+  EXPECT_TRUE(group.is_main());
+}
+
+TEST(ProcessGroup, APeerThatNeverJoinsIsAnErrorWithinTheTimeout) {
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    ProcessGroup group(rank_of_two(0, free_port(), 2));
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("rank 0 could not ", 0), 0u) << message;
+    EXPECT_NE(message.find("127.0.0.1:"), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+}
+
+TEST(ProcessGroup, JobVariablesAreReadAndChecked) {
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("RANK", "3", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("MASTER_ADDR", "node7", 1);
+  setenv("MASTER_PORT", "29511", 1);
+  const DistOptions options = dist_options_from_environment(9);
+  EXPECT_EQ(options.world_size, 4);
+  EXPECT_EQ(options.rank, 3);
+  EXPECT_EQ(options.local_rank, 1);
+  EXPECT_EQ(options.master_addr, "node7");
+  EXPECT_EQ(options.master_port, 29511);
+  EXPECT_EQ(options.timeout, std::chrono::seconds(9));
+  EXPECT_NO_THROW(validate(options));
+  setenv("RANK", "4", 1);
+  try {
+    validate(dist_options_from_environment(9));
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()), "RANK must be in [0, WORLD_SIZE) = [0, 4), got 4");
+  }
+  setenv("WORLD_SIZE", "two", 1);
+  try {
+    dist_options_from_environment(9);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()), "WORLD_SIZE='two' is not an integer");
+  }
+  for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
+  const DistOptions single = dist_options_from_environment(300);
+  EXPECT_EQ(single.world_size, 1);
+  EXPECT_EQ(single.rank, 0);
+}
+
+}  // namespace
+}  // namespace saccade
