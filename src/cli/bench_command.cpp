@@ -67,6 +67,10 @@ int run_bench(const Job& job) {
   if (positional.size() != 1) {
     throw ConfigError("saccade bench needs exactly one case; cases:" + known);
   }
+  if (job.group != nullptr && positional.front() != "decoder") {
+    throw ConfigError(
+        "Only `saccade bench decoder` runs on several processes, not '" + positional.front() + "'");
+  }
   for (const auto& bench : bench_cases()) {
     if (bench.name == positional.front()) return bench.run(job);
   }

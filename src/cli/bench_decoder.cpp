@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -19,10 +20,12 @@
 
 #include "cli/bench.h"
 #include "cli/runtime.h"
+#include "dist/process_group.h"
 #include "models/decoder.h"
 #include "train/objectives.h"
 
 extern "C" int openblas_get_num_threads(void);  // OpenBLAS is linked first (src/cli/CMakeLists.txt)
+extern "C" void openblas_set_num_threads(int threads);
 
 namespace saccade::cli {
 namespace {
@@ -130,63 +133,141 @@ void print_op_profile(const std::string& what, const std::function<void()>& run,
   }
 }
 
-int bench_decoder(const Job& job) {
+namespace {
+
+// The phases of timed steps, in seconds.
+struct StepTimes {
+  std::vector<double> forward, backward, gradients, optimizer, total;
+};
+
+// Runs `step` kWarmupSteps times, then kTimedSteps times keeping what it recorded.
+StepTimes time_steps(const std::function<void(StepTimes&)>& step) {
+  StepTimes warmup, timed;
+  for (int i = 0; i < kWarmupSteps; ++i) step(warmup);
+  for (int i = 0; i < kTimedSteps; ++i) step(timed);
+  return timed;
+}
+
+void print_step(const StepTimes& times) {
+  char gradients[48] = "";
+  if (!times.gradients.empty())
+    std::snprintf(gradients, sizeof(gradients), " + gradient sum %.1f", 1e3 * median(times.gradients));
   std::printf(
-      "machine: %u cores, LibTorch threads %d, OpenBLAS threads %d, %s\n",
-      std::thread::hardware_concurrency(), at::get_num_threads(), openblas_get_num_threads(),
-      runtime_environment().c_str());
-  std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
+      "step (median of %d): %.1f ms = forward %.1f + backward %.1f%s + optimizer %.1f (min %.1f, max %.1f)\n",
+      kTimedSteps, 1e3 * median(times.total), 1e3 * median(times.forward), 1e3 * median(times.backward),
+      gradients, 1e3 * median(times.optimizer),
+      1e3 * *std::min_element(times.total.begin(), times.total.end()),
+      1e3 * *std::max_element(times.total.begin(), times.total.end()));
+}
 
-  torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
-  const DecoderOptions options = peer_decoder_options();
-  AttentionLSTMDecoder decoder(options);
-  decoder->train();
-  torch::optim::Adam optimizer(decoder->parameters(), torch::optim::AdamOptions(4e-4));
-  const auto features =
-      torch::randn({kBatch, kLocations, options.annotation_dim}).relu_();  // like ReLU conv features
-  const auto tokens = torch::randint(options.vocab_size, {kBatch, kSteps}, torch::kLong);
-  const auto targets = torch::randint(options.vocab_size, {kBatch, kSteps}, torch::kLong);
-  const auto lengths = torch::full({kBatch}, kSteps, torch::kLong);
+void set_threads(int threads) {
+  at::set_num_threads(threads);
+  openblas_set_num_threads(threads);
+}
 
-  std::printf(
-      "decoder: B=%ld L=%ld D=%ld A=%ld E=%ld H=%ld V=%ld T=%ld, %s attention, %s gate, deep output %s, "
-      "dropout %.1f, Adam\n",
-      long(kBatch), long(kLocations), long(options.annotation_dim), long(options.attention_dim),
-      long(options.embed_dim), long(options.hidden_dim), long(options.vocab_size), long(kSteps),
-      options.attention_kind.c_str(), to_string(options.gate).c_str(), options.deep_output ? "on" : "off",
-      options.dropout);
-  const double flops = training_flops(options, kBatch, kLocations, kBatch * kSteps);
+// The benchmark's decoder, its optimizer and a synthetic batch (seed LibTorch's generator first).
+struct DecoderBench {
+  DecoderOptions options = peer_decoder_options();
+  AttentionLSTMDecoder decoder{options};
+  torch::optim::Adam optimizer{decoder->parameters(), torch::optim::AdamOptions(4e-4)};
+  torch::Tensor features =
+      torch::randn({kBatch, kLocations, options.annotation_dim}).relu_();  // like conv features
+  torch::Tensor tokens = torch::randint(options.vocab_size, {kBatch, kSteps}, torch::kLong);
+  torch::Tensor targets = torch::randint(options.vocab_size, {kBatch, kSteps}, torch::kLong);
+  torch::Tensor lengths = torch::full({kBatch}, kSteps, torch::kLong);
 
-  std::vector<double> forward_s, backward_s, optimizer_s, total_s;
-  const auto step = [&] {
+  // One training step on rows [first, first + rows) of the batch; with `peers`, the gradients
+  // are summed over the ranks before the update.
+  void step(StepTimes& times, int64_t first, int64_t rows, ProcessGroup* peers) {
     const auto start = Clock::now();
     for (auto& parameter : decoder->parameters()) parameter.mutable_grad() = torch::Tensor();  // no memset
-    const auto out = decoder->forward(features, tokens, lengths);
-    const auto loss =
-        soft_attention_loss(out.logits, targets, lengths, out.alphas, 1.0, XentReduction::per_token);
+    const auto part = [&](const torch::Tensor& x) { return x.narrow(0, first, rows); };
+    const auto out = decoder->forward(part(features), part(tokens), part(lengths));
+    const auto loss = soft_attention_loss(
+        out.logits, part(targets), part(lengths), out.alphas, 1.0, XentReduction::per_token);
     const double forward = seconds_since(start);
     loss.total.backward();
     const double backward = seconds_since(start) - forward;
+    if (peers != nullptr) {
+      sum_gradients(*peers, decoder->parameters());
+      times.gradients.push_back(seconds_since(start) - forward - backward);
+    }
+    const double before_update = seconds_since(start);
     optimizer.step();
     const double total = seconds_since(start);
-    forward_s.push_back(forward);
-    backward_s.push_back(backward);
-    optimizer_s.push_back(total - forward - backward);
-    total_s.push_back(total);
-  };
-  for (int i = 0; i < kWarmupSteps; ++i) step();
-  forward_s.clear(), backward_s.clear(), optimizer_s.clear(), total_s.clear();
-  for (int i = 0; i < kTimedSteps; ++i) step();
+    times.forward.push_back(forward);
+    times.backward.push_back(backward);
+    times.optimizer.push_back(total - before_update);
+    times.total.push_back(total);
+  }
+};
 
-  const double seconds = median(total_s);
+// One process on every core of the machine first (the other ranks wait), then every rank on its
+// part of the same global batch; the main rank prints both and their ratio.
+void bench_data_parallel(DecoderBench& bench, ProcessGroup& group) {
+  double one_process = 0.0;
+  if (group.is_main()) {
+    const int threads = at::get_num_threads();
+    set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    one_process = median(time_steps([&](StepTimes& times) { bench.step(times, 0, kBatch, nullptr); }).total);
+    std::printf(
+        "one process, %d threads: step %.1f ms, %.1f images/s\n", at::get_num_threads(), 1e3 * one_process,
+        kBatch / one_process);
+    set_threads(threads);
+  }
+  group.barrier();
+  const int64_t first = group.rank() * kBatch / group.size();
+  const int64_t rows = (group.rank() + 1) * kBatch / group.size() - first;
+  const StepTimes times = time_steps([&](StepTimes& t) { bench.step(t, first, rows, &group); });
+  if (!group.is_main()) return;
+  const double seconds = median(times.total);
   std::printf(
-      "step (median of %d): %.1f ms = forward %.1f + backward %.1f + optimizer %.1f (min %.1f, max %.1f)\n",
-      kTimedSteps, 1e3 * seconds, 1e3 * median(forward_s), 1e3 * median(backward_s),
-      1e3 * median(optimizer_s), 1e3 * *std::min_element(total_s.begin(), total_s.end()),
-      1e3 * *std::max_element(total_s.begin(), total_s.end()));
-  std::printf("speed: %.1f images/s, %.1f GFLOP/s achieved\n", kBatch / seconds, flops / seconds / 1e9);
+      "%d ranks of %ld images, %d thread%s each, gradients summed over c10d (Gloo):\n", group.size(),
+      long(rows), at::get_num_threads(), at::get_num_threads() == 1 ? "" : "s");
+  print_step(times);
+  std::printf(
+      "speed: %.1f images/s; against one process on the same cores: %.0f%%\n", kBatch / seconds,
+      100.0 * one_process / seconds);
+}
 
-  print_op_profile("one step", step, 20);
+}  // namespace
+
+int bench_decoder(const Job& job) {
+  const bool main_rank = job.group == nullptr || job.group->is_main();
+  if (main_rank) {
+    std::printf(
+        "machine: %u cores, LibTorch threads %d, OpenBLAS threads %d, %s\n",
+        std::thread::hardware_concurrency(), at::get_num_threads(), openblas_get_num_threads(),
+        runtime_environment().c_str());
+    std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
+  }
+  torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
+  DecoderBench bench;
+  bench.decoder->train();
+  const DecoderOptions& options = bench.options;
+  if (main_rank) {
+    std::printf(
+        "decoder: B=%ld L=%ld D=%ld A=%ld E=%ld H=%ld V=%ld T=%ld, %s attention, %s gate, deep output %s, "
+        "dropout %.1f, Adam\n",
+        long(kBatch), long(kLocations), long(options.annotation_dim), long(options.attention_dim),
+        long(options.embed_dim), long(options.hidden_dim), long(options.vocab_size), long(kSteps),
+        options.attention_kind.c_str(), to_string(options.gate).c_str(), options.deep_output ? "on" : "off",
+        options.dropout);
+  }
+  if (job.group != nullptr) {
+    if (main_rank) training_flops(options, kBatch, kLocations, kBatch * kSteps);
+    bench_data_parallel(bench, *job.group);
+    return 0;
+  }
+  const double flops = training_flops(options, kBatch, kLocations, kBatch * kSteps);
+  const auto step = [&](StepTimes& times) { bench.step(times, 0, kBatch, nullptr); };
+  const StepTimes times = time_steps(step);
+  const double seconds = median(times.total);
+  print_step(times);
+  std::printf("speed: %.1f images/s, %.1f GFLOP/s achieved\n", kBatch / seconds, flops / seconds / 1e9);
+  StepTimes profiled;
+  print_op_profile(
+      "one step", [&] { step(profiled); }, 20);
   return 0;
 }
 

@@ -127,12 +127,14 @@ const std::vector<CommandSpec>& commands() {
       {"bench",
        "Measure speed: `saccade bench <case>` with case decoder, beam, loader or machine.",
        "Runs one benchmark case and prints its numbers beside the machine's matmul GFLOP/s.\n"
-       "Run `saccade bench` with no case to list the cases.",
-       {},
+       "Run `saccade bench` with no case to list the cases. `saccade bench decoder --nproc N` times\n"
+       "the training step data-parallel over N local processes beside one process on the same cores.",
+       {{"--nproc", "N", "decoder only: N local data-parallel workers (default 1)"}},
        true,
        false,
        true,
        run_bench,
+       true,
        true},
   };
   return table;

@@ -17,6 +17,7 @@
 #include "io/log.h"
 
 extern "C" char* openblas_get_corename(void);  // OpenBLAS is linked first (src/cli/CMakeLists.txt)
+extern "C" void openblas_set_num_threads(int threads);
 
 namespace saccade::cli {
 
@@ -59,6 +60,7 @@ void apply_runtime(const RuntimeOptions& options) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = options.threads > 0 ? options.threads : std::max(1, cores / workers);
   at::set_num_threads(threads);
+  openblas_set_num_threads(threads);  // its own pthreads, all cores by default
   static std::once_flag interop_once;
   std::call_once(interop_once, [threads] { at::set_num_interop_threads(threads); });
 

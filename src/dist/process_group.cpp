@@ -169,4 +169,33 @@ void ProcessGroup::barrier() {
   wait(backend_->gloo->barrier(), "barrier", rank());
 }
 
+void sum_gradients(ProcessGroup& group, const std::vector<torch::Tensor>& parameters) {
+  if (group.size() == 1) return;
+  constexpr int64_t kBucketBytes = 25 << 20;
+  std::vector<torch::Tensor> bucket;
+  int64_t bytes = 0;
+  const auto flush = [&] {
+    if (bucket.empty()) return;
+    std::vector<torch::Tensor> flat;
+    for (const auto& grad : bucket) flat.push_back(grad.reshape({-1}));
+    auto joined = torch::cat(flat);
+    group.all_reduce_sum({joined});
+    int64_t offset = 0;
+    for (auto& grad : bucket) {
+      grad.copy_(joined.narrow(0, offset, grad.numel()).view_as(grad));
+      offset += grad.numel();
+    }
+    bucket.clear();
+    bytes = 0;
+  };
+  for (auto parameter : parameters) {
+    if (!parameter.requires_grad()) continue;
+    if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+    bucket.push_back(parameter.grad());
+    bytes += parameter.grad().numel() * static_cast<int64_t>(parameter.grad().element_size());
+    if (bytes >= kBucketBytes) flush();
+  }
+  flush();
+}
+
 }  // namespace saccade

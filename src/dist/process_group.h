@@ -68,4 +68,9 @@ class ProcessGroup {
   std::unique_ptr<Backend> backend_;  // null for a world of one
 };
 
+// Replaces every gradient of `parameters` (those that require one) by its sum over the ranks,
+// in buckets of about 25 MB; a gradient this rank's batch left undefined counts as zeros, so
+// every rank sends the same buckets. A world of one is left as it is.
+void sum_gradients(ProcessGroup& group, const std::vector<torch::Tensor>& parameters);
+
 }  // namespace saccade

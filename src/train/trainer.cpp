@@ -277,7 +277,7 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
   }
   optimizer_->zero_grad();
   total.backward();
-  if (ranks() > 1) sum_gradients();
+  if (ranks() > 1) sum_gradients(*setup_.group, model_->parameters());
   if (options_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.grad_clip);
   optimizer_->step();
   if (reward) {
@@ -323,35 +323,6 @@ torch::Tensor Trainer::share_of_batch(
   int64_t i = 1;
   for (auto& entry : logged.terms) entry.second = summed[i++];
   return total;
-}
-
-void Trainer::sum_gradients() {
-  constexpr int64_t kBucketBytes = 25 << 20;
-  std::vector<torch::Tensor> bucket;
-  int64_t bytes = 0;
-  const auto flush = [&] {
-    if (bucket.empty()) return;
-    std::vector<torch::Tensor> flat;
-    for (const auto& grad : bucket) flat.push_back(grad.reshape({-1}));
-    auto joined = torch::cat(flat);
-    setup_.group->all_reduce_sum({joined});
-    int64_t offset = 0;
-    for (auto& grad : bucket) {
-      grad.copy_(joined.narrow(0, offset, grad.numel()).view_as(grad));
-      offset += grad.numel();
-    }
-    bucket.clear();
-    bytes = 0;
-  };
-  for (auto& parameter : model_->parameters()) {
-    if (!parameter.requires_grad()) continue;
-    // Every rank sends the same buckets, with zeros for a gradient this rank's batch left out.
-    if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
-    bucket.push_back(parameter.grad());
-    bytes += parameter.grad().numel() * static_cast<int64_t>(parameter.grad().element_size());
-    if (bytes >= kBucketBytes) flush();
-  }
-  flush();
 }
 
 void Trainer::write_row(const std::map<std::string, std::string>& row) {

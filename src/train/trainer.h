@@ -123,8 +123,6 @@ class Trainer {
       const std::optional<HardAttentionTerms>& hard,
       StepLog& logged,
       std::optional<double>& reward);
-  // Data-parallel: the sum over ranks of every gradient, in buckets of ~25 MB.
-  void sum_gradients();
   // The metrics row every rank computed, written by the main rank.
   void write_row(const std::map<std::string, std::string>& row);
   int rank() const { return setup_.group ? setup_.group->rank() : 0; }

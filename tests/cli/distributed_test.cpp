@@ -119,5 +119,75 @@ TEST(Distributed, BadJobVariablesAndAbsentPeersAreOneLine) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
 }
 
+TEST(Distributed, ResumesWithAnotherWorldSize) {
+  TempDir work;
+  const auto first = work / "first", second = work / "second", third = work / "third";
+  ASSERT_EQ(run_saccade(smoke(first, {"--nproc", "2", "train.epochs=1"}), work.path()).exit_code, 0);
+  // Two ranks' epoch 1, continued by one process, then one process's epochs by two ranks.
+  const auto alone =
+      run_saccade(smoke(second, {"train.epochs=2", "train.resume=" + first.string()}), work.path());
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_NE(alone.err.find("after epoch 1"), std::string::npos) << alone.err;
+  const auto both = run_saccade(
+      smoke(third, {"--nproc", "2", "train.epochs=3", "train.resume=" + second.string()}), work.path());
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  const auto digests = parameter_digests(third / "train.log");
+  ASSERT_EQ(digests.size(), 1u);
+  EXPECT_EQ(digests.front().rfind("epoch 3 parameters", 0), 0u);
+  EXPECT_EQ(digests, parameter_digests(third / "logs/rank1.log"));
+}
+
+TEST(Distributed, TheDecoderBenchRunsOnTwoRanksBesideOneProcess) {
+  TempDir work;
+  const auto result = run_saccade({"bench", "decoder", "--nproc", "2"}, work.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("one process, "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("2 ranks of 16 images"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("+ gradient sum "), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("against one process on the same cores: "), std::string::npos) << result.out;
+  const auto other = run_saccade({"bench", "beam", "--nproc", "2"}, work.path());
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("Only `saccade bench decoder` runs on several processes"), std::string::npos)
+      << other.err;
+}
+
+// Quotes `text` for /bin/sh.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+TEST(Distributed, AKilledRankEndsTheOthersAndTheLastCheckpointStays) {
+  TempDir work;
+  const auto run = work / "killed";
+  std::string arguments;
+  for (const auto& arg : smoke(run, {"train.epochs=1000", "dist.timeout_s=20"}))
+    arguments += " " + quoted(arg);
+  const std::string port = std::to_string(free_port());
+  const auto rank = [&](int r) {
+    return "env RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) +
+           " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " " + quoted(SACCADE_BINARY) +
+           arguments;
+  };
+  // Both ranks in the background; rank 1 is killed once rank 0 has finished two epochs.
+  const std::string script = rank(0) + " 2>rank0.err & zero=$!\n" + rank(1) +
+                             " 2>/dev/null & one=$!\n"
+                             "for i in $(seq 600); do grep -q 'epoch 2 parameters' " +
+                             quoted((run / "train.log").string()) +
+                             " 2>/dev/null && break; sleep 0.1; done\n"
+                             "kill -9 $one\n"
+                             "wait $zero; echo rank0=$?\n";
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = run_program({"/bin/sh", "-c", script}, work.path());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(90));
+  EXPECT_NE(result.out.find("rank0=1"), std::string::npos) << result.out << read_file(work / "rank0.err");
+  const std::string errors = read_file(work / "rank0.err");
+  EXPECT_NE(errors.find("saccade: error: rank 0, "), std::string::npos) << errors;
+  // The last good checkpoint is whole: saccade eval reads the best one.
+  const auto evaluated = run_saccade({"eval", "--run", run.string(), "decode.beam_size=1"}, work.path());
+  EXPECT_EQ(evaluated.exit_code, 0) << evaluated.err;
+}
+
 }  // namespace
 }  // namespace saccade::testing
