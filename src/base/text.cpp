@@ -14,6 +14,12 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return text;
 }
 
+std::string shape_text(const std::vector<int64_t>& sizes) {
+  std::vector<std::string> items;
+  for (const int64_t size : sizes) items.push_back(std::to_string(size));
+  return "[" + join(items, ", ") + "]";
+}
+
 std::string double_quoted(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {

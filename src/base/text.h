@@ -4,6 +4,7 @@
 //   double_quoted("tab\there")      // "tab\there" with the tab written as backslash-t
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@ namespace saccade {
 
 // The items with `separator` between each two.
 std::string join(const std::vector<std::string>& items, const std::string& separator);
+
+// A tensor shape as messages print it: "[2, 3, 4]".
+std::string shape_text(const std::vector<int64_t>& sizes);
 
 // `text` in double quotes with '"', '\' and the control characters backslash-escaped, the way
 // both JSON and YAML's double-quoted style read them: \" \\ \b \f \n \r \t, the other bytes

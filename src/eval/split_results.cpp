@@ -14,10 +14,6 @@ Json image_id_json(const std::string& id) {
   return Json(id);
 }
 
-Json optional_number(const std::optional<double>& value) {
-  return value ? Json(*value) : Json();
-}
-
 }  // namespace
 
 void write_split_results(const std::filesystem::path& results_dir, const SplitResults& results) {
@@ -36,7 +32,7 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
          {"bleu2", image.bleu[1]},
          {"bleu3", image.bleu[2]},
          {"bleu4", image.bleu[3]},
-         {"meteor", optional_number(image.meteor)},
+         {"meteor", Json::number_or_null(image.meteor)},
          {"rouge_l", image.rouge_l},
          {"cider_d", image.cider_d}}));
   }
@@ -50,19 +46,19 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
                        {"bleu2", scores.bleu[1]},
                        {"bleu3", scores.bleu[2]},
                        {"bleu4", scores.bleu[3]},
-                       {"meteor", optional_number(scores.meteor)},
+                       {"meteor", Json::number_or_null(scores.meteor)},
                        {"rouge_l", scores.rouge_l},
                        {"cider_d", scores.cider_d}})}});
   if (results.shapes) {
     const ShapesScores& shapes = *results.shapes;
     report.set(
         "shapes", Json::object(
-                      {{"pointing_accuracy", optional_number(shapes.pointing_accuracy)},
-                       {"pointing_baseline", optional_number(shapes.pointing_baseline)},
+                      {{"pointing_accuracy", Json::number_or_null(shapes.pointing_accuracy)},
+                       {"pointing_baseline", Json::number_or_null(shapes.pointing_baseline)},
                        {"pointing_words", shapes.pointing_words},
-                       {"content_accuracy", optional_number(shapes.content_accuracy)},
+                       {"content_accuracy", Json::number_or_null(shapes.content_accuracy)},
                        {"object_mentions", shapes.object_mentions},
-                       {"relation_accuracy", optional_number(shapes.relation_accuracy)},
+                       {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
                        {"relations", shapes.relations}}));
   }
   report.set("per_image", per_image);

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,8 @@ class Json {
   Json(Object value) : value_(std::move(value)) {}
 
   static Json array(Array items = {}) { return Json(std::move(items)); }
+  // The number, or null when there is none.
+  static Json number_or_null(const std::optional<double>& value) { return value ? Json(*value) : Json(); }
   static Json object(Object members = {}) { return Json(std::move(members)); }
 
   Type type() const { return static_cast<Type>(value_.index()); }

@@ -74,12 +74,6 @@ std::string known_dtypes() {
   return join(names, ", ");
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 // A non-negative JSON integer, or a clear error naming the tensor and field.
 uint64_t to_u64(const Json& value, const std::string& what, const std::filesystem::path& path) {
   if (!value.is_integer() || value.as_int64() < 0) {

@@ -19,21 +19,17 @@
 namespace saccade {
 namespace {
 
-Json optional_number(const std::optional<double>& value) {
-  return value ? Json(*value) : Json();
-}
-
 Json state_to_json(const TrainState& state) {
   Json json = Json::object();
   json.set("epoch", Json(state.epoch));
   json.set("step", Json(state.step));
   json.set("learning_rate", Json(state.learning_rate));
   json.set("encoder_learning_rate", Json(state.encoder_learning_rate));
-  json.set("best_metric", optional_number(state.best_metric));
+  json.set("best_metric", Json::number_or_null(state.best_metric));
   json.set("best_epoch", Json(state.best_epoch));
   json.set("epochs_without_improvement", Json(state.epochs_without_improvement));
   json.set("plateau_epochs", Json(state.plateau_epochs));
-  json.set("reinforce_baseline", optional_number(state.reinforce_baseline));
+  json.set("reinforce_baseline", Json::number_or_null(state.reinforce_baseline));
   return json;
 }
 

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 
+#include "base/text.h"
 #include "io/safetensors.h"
 #include "models/resnet.h"
 #include "models/small_cnn.h"
@@ -15,15 +16,7 @@
 #include "models/weights.h"
 
 namespace saccade {
-namespace {
-
-std::string shape_text(torch::IntArrayRef shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 EncoderOptions encoder_options_from(const Config& cfg) {
   EncoderOptions options;
@@ -104,7 +97,7 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& images) {
 torch::Tensor EncoderImpl::forward_grid(const torch::Tensor& images) {
   if (images.dim() != 4 || images.size(1) != 3 || !images.is_floating_point()) {
     throw std::invalid_argument(
-        "Encoder " + name_ + " expects float images [B, 3, H, W], got " + shape_text(images.sizes()) +
+        "Encoder " + name_ + " expects float images [B, 3, H, W], got " + shape_text(images.sizes().vec()) +
         " of " + c10::toString(images.scalar_type()));
   }
   const auto native = native_grid_size(images.size(2), images.size(3));

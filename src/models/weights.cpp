@@ -8,6 +8,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "base/text.h"
+
 namespace saccade {
 namespace {
 
@@ -18,12 +20,6 @@ bool starts_with(const std::string& text, const std::string& prefix) {
 bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string shape_text(torch::IntArrayRef shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
 }
 
 std::string list_text(const std::vector<std::string>& items) {
@@ -94,7 +90,7 @@ StateDictReport load_state_dict(
     const SafetensorsEntry& entry = file.entry(it->second);
     if (torch::IntArrayRef(entry.shape) != tensor.sizes()) {
       report.mismatched.push_back(
-          name + ": file " + shape_text(entry.shape) + ", module " + shape_text(tensor.sizes()));
+          name + ": file " + shape_text(entry.shape) + ", module " + shape_text(tensor.sizes().vec()));
     } else {
       copies.emplace_back(tensor, it->second);
       report.loaded.push_back(name);

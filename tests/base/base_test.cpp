@@ -84,6 +84,11 @@ TEST(Text, JoinPutsTheSeparatorBetweenItems) {
   EXPECT_EQ(join({"a", "", "c"}, "|"), "a||c");
 }
 
+TEST(Text, ShapeTextIsBracketedAndCommaSeparated) {
+  EXPECT_EQ(shape_text({}), "[]");
+  EXPECT_EQ(shape_text({2, 3, 4}), "[2, 3, 4]");
+}
+
 TEST(Text, DoubleQuotedEscapesWhatJsonAndYamlRequire) {
   EXPECT_EQ(double_quoted(""), "\"\"");
   EXPECT_EQ(double_quoted("say \"hi\" \\o/"), "\"say \\\"hi\\\" \\\\o/\"");
