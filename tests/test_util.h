@@ -1,6 +1,8 @@
 // Helpers shared by the test binaries: scratch folders, file writing, running the CLI.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -47,6 +49,18 @@ CommandResult run_program(
     const std::vector<std::string>& argv,
     const std::filesystem::path& working_dir = {},
     const std::map<std::string, std::string>& environment = {});
+
+// The message of the `Error` that `body` must throw; a test failure (and "") when it throws none.
+template <typename Error, typename Body>
+std::string message_of(Body body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return "";
+}
 
 // A TCP port nobody listens on now on loopback (bound to port 0, then released).
 int free_port();

@@ -39,17 +39,6 @@ std::vector<torch::nn::BatchNorm2dImpl*> batchnorms(torch::nn::Module& module) {
   return found;
 }
 
-template <typename Body>
-std::string invalid_argument_of(Body body) {
-  try {
-    body();
-  } catch (const std::invalid_argument& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a std::invalid_argument";
-  return "";
-}
-
 class EncoderTest : public ::testing::Test {
  protected:
   EncoderTest() { torch::manual_seed(0); }
@@ -95,24 +84,24 @@ TEST_F(EncoderTest, EmptyBatchAndBadInputs) {
   Encoder cnn = build_encoder(EncoderOptions{});
   EXPECT_EQ(cnn(torch::zeros({0, 3, 64, 64})).sizes(), torch::IntArrayRef({0, 64, 128}));
   EXPECT_THAT(
-      invalid_argument_of([&] {
+      testing::message_of<std::invalid_argument>([&] {
         cnn(torch::zeros({3, 64, 64}));
       }),
       HasSubstr("expects float images [B, 3, H, W]"));
   EXPECT_THAT(
-      invalid_argument_of([&] {
+      testing::message_of<std::invalid_argument>([&] {
         cnn(torch::zeros({1, 1, 64, 64}));
       }),
       HasSubstr("got [1, 1, 64, 64]"));
   EXPECT_THROW(cnn(torch::zeros({1, 3, 64, 64}, torch::kUInt8)), std::invalid_argument);
   EXPECT_THAT(
-      invalid_argument_of([&] {
+      testing::message_of<std::invalid_argument>([&] {
         cnn(torch::zeros({1, 3, 4, 64}));
       }),
       HasSubstr("too small for encoder small_cnn"));
   Encoder vgg = build_encoder(options_for("vgg16"));
   EXPECT_THAT(
-      invalid_argument_of([&] {
+      testing::message_of<std::invalid_argument>([&] {
         vgg(torch::zeros({1, 3, 15, 15}));
       }),
       HasSubstr("too small for encoder vgg16"));
@@ -215,7 +204,7 @@ TEST_F(EncoderTest, TrainableBlocksFineTuneOnlyTheLastBlocks) {
   }
 
   EXPECT_THAT(
-      invalid_argument_of([] { build_encoder(options_for("resnet18", 6)); }),
+      testing::message_of<std::invalid_argument>([] { build_encoder(options_for("resnet18", 6)); }),
       HasSubstr("must be in -1 .. 5"));
   EXPECT_THROW(build_encoder(options_for("resnet18", -2)), std::invalid_argument);
 }
@@ -251,7 +240,8 @@ TEST_F(EncoderTest, RegistryListsBuiltinsAndRejectsUnknownNames) {
         "torchscript"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
-  const std::string message = invalid_argument_of([] { build_encoder(options_for("resnet5")); });
+  const std::string message =
+      testing::message_of<std::invalid_argument>([] { build_encoder(options_for("resnet5")); });
   EXPECT_THAT(message, HasSubstr("Unknown encoder 'resnet5'"));
   EXPECT_THAT(message, HasSubstr("resnet50, small_cnn, torchscript, vgg16, vgg19"));
 
@@ -305,7 +295,8 @@ TEST_F(EncoderTest, ValidateNamesEachBrokenRule) {
   for (const auto& c : cases) {
     EncoderOptions options;
     c.change(options);
-    EXPECT_THAT(invalid_argument_of([&] { validate(options); }), HasSubstr(c.message)) << c.message;
+    EXPECT_THAT(testing::message_of<std::invalid_argument>([&] { validate(options); }), HasSubstr(c.message))
+        << c.message;
   }
   EXPECT_NO_THROW(validate(EncoderOptions{}));
 }
@@ -332,7 +323,7 @@ TEST_F(EncoderTest, BuildLoadsWeightsAndIgnoresTheCutOffHead) {
   EXPECT_TRUE(torch::allclose(loaded(images), source(images)));
 
   options.name = "resnet34";
-  const std::string message = invalid_argument_of([&] { build_encoder(options); });
+  const std::string message = testing::message_of<std::invalid_argument>([&] { build_encoder(options); });
   EXPECT_THAT(message, HasSubstr("does not fit encoder resnet34"));
   EXPECT_THAT(message, HasSubstr("missing keys (layer1.2."));
 
@@ -374,7 +365,8 @@ def forward(self, x):
   flat.save((dir / "flat.pt").string());
   options.path = (dir / "flat.pt").string();
   EXPECT_THAT(
-      invalid_argument_of([&] { build_encoder(options); }), HasSubstr("must return a grid [B, D, H', W']"));
+      testing::message_of<std::invalid_argument>([&] { build_encoder(options); }),
+      HasSubstr("must return a grid [B, D, H', W']"));
 
   options.path = (dir / "absent.pt").string();
   EXPECT_THROW(build_encoder(options), std::runtime_error);

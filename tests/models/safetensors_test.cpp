@@ -33,18 +33,6 @@ std::string raw(std::initializer_list<int> values) {
   return bytes;
 }
 
-// Runs `body` and returns the message of the std::runtime_error it must throw.
-template <typename Body>
-std::string runtime_error_of(Body body) {
-  try {
-    body();
-  } catch (const std::runtime_error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a std::runtime_error";
-  return "";
-}
-
 class SafetensorsTest : public ::testing::Test {
  protected:
   SafetensorsTest() { torch::manual_seed(0); }
@@ -249,15 +237,17 @@ TEST_F(SafetensorsTest, BadFilesAreClearErrors) {
   for (const auto& c : cases) {
     const auto path = dir_ / "bad.safetensors";
     write_file(path, c.bytes);
-    const std::string message = runtime_error_of([&] { SafetensorsReader reader(path); });
+    const std::string message =
+        testing::message_of<std::runtime_error>([&] { SafetensorsReader reader(path); });
     EXPECT_THAT(message, HasSubstr(c.message)) << c.name;
     EXPECT_THAT(message, HasSubstr(path.string())) << c.name;
   }
   EXPECT_THAT(
-      runtime_error_of([&] { SafetensorsReader reader(dir_ / "absent.safetensors"); }),
+      testing::message_of<std::runtime_error>([&] { SafetensorsReader reader(dir_ / "absent.safetensors"); }),
       HasSubstr("Could not open safetensors file"));
   EXPECT_THAT(
-      runtime_error_of([&] { SafetensorsReader reader(dir_.path()); }), HasSubstr("not a regular file"));
+      testing::message_of<std::runtime_error>([&] { SafetensorsReader reader(dir_.path()); }),
+      HasSubstr("not a regular file"));
 }
 
 TEST_F(SafetensorsTest, EveryTruncationOfAValidFileIsAnErrorNotACrash) {
