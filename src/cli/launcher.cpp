@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,24 +34,42 @@ int free_port() {
   return ntohs(address.sin_port);
 }
 
-pid_t start_worker(int rank, int nproc, int port, const std::vector<std::string>& argv) {
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("Could not start a worker: ") + std::strerror(errno));
-  if (pid > 0) return pid;
-  for (const auto& [name, value] :
-       {std::pair<const char*, std::string>{"RANK", std::to_string(rank)},
-        {"LOCAL_RANK", std::to_string(rank)},
-        {"WORLD_SIZE", std::to_string(nproc)},
-        {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
-        {"MASTER_ADDR", "127.0.0.1"},
-        {"MASTER_PORT", std::to_string(port)}}) {
-    setenv(name, value.c_str(), 1);
+// The environment of worker `rank`: this process's with torchrun's variables set.
+std::vector<std::string> worker_environment(int rank, int nproc, int port) {
+  const std::vector<std::pair<std::string, std::string>> job = {
+      {"RANK", std::to_string(rank)},        {"LOCAL_RANK", std::to_string(rank)},
+      {"WORLD_SIZE", std::to_string(nproc)}, {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
+      {"MASTER_ADDR", "127.0.0.1"},          {"MASTER_PORT", std::to_string(port)}};
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string item = *entry;
+    const std::string name = item.substr(0, item.find('='));
+    bool replaced = false;
+    for (const auto& variable : job) replaced = replaced || variable.first == name;
+    if (!replaced) environment.push_back(item);
   }
-  std::vector<char*> args;
+  for (const auto& [name, value] : job) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+// Starts a worker. Everything it needs is built before fork: between fork and exec only
+// async-signal-safe calls run (other threads may hold locks). It dies with the launcher.
+pid_t start_worker(int rank, int nproc, int port, const std::vector<std::string>& argv) {
+  const std::vector<std::string> environment = worker_environment(rank, nproc, port);
+  std::vector<char*> args, envp;
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
-  execv("/proc/self/exe", args.data());
-  std::fprintf(stderr, "saccade: error: could not start worker %d: %s\n", rank, std::strerror(errno));
+  for (const auto& item : environment) envp.push_back(const_cast<char*>(item.c_str()));
+  envp.push_back(nullptr);
+  const pid_t launcher = getpid();
+  const pid_t pid = fork();
+  if (pid < 0)
+    throw std::runtime_error(
+        std::string("Could not start worker ") + std::to_string(rank) + ": " + std::strerror(errno));
+  if (pid > 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != launcher) _exit(1);  // the launcher died before prctl took effect
+  execve("/proc/self/exe", args.data(), envp.data());
   _exit(127);
 }
 
@@ -86,13 +105,20 @@ int launch_local_workers(int nproc, const std::vector<std::string>& argv) {
   std::vector<pid_t> running;
   std::vector<int> ranks;
   for (int rank = 0; rank < nproc; ++rank) {
-    running.push_back(start_worker(rank, nproc, port, argv));
+    try {
+      running.push_back(start_worker(rank, nproc, port, argv));
+    } catch (const std::exception&) {
+      stop(running, std::chrono::seconds(10));
+      throw;
+    }
     ranks.push_back(rank);
   }
   while (!running.empty()) {
     int status = 0;
     const pid_t pid = wait(&status);
-    if (pid < 0) break;
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0)
+      throw std::runtime_error(std::string("Could not wait for the workers: ") + std::strerror(errno));
     for (size_t i = 0; i < running.size(); ++i) {
       if (running[i] != pid) continue;
       const int rank = ranks[i];

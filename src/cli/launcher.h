@@ -9,7 +9,8 @@
 namespace saccade::cli {
 
 // Runs `argv` (this binary's command line without --nproc) as `nproc` workers and waits for all.
-// When one fails, the others are stopped (SIGTERM, then SIGKILL after a grace period). Returns
+// When one fails, the others are stopped (SIGTERM, then SIGKILL after a grace period); when the
+// launcher itself dies, every worker gets SIGTERM. Returns
 // 0, or the exit code of the first worker that failed. Throws std::runtime_error when a worker
 // cannot be started.
 int launch_local_workers(int nproc, const std::vector<std::string>& argv);

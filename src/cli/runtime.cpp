@@ -60,7 +60,8 @@ void apply_runtime(const RuntimeOptions& options) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = options.threads > 0 ? options.threads : std::max(1, cores / workers);
   at::set_num_threads(threads);
-  openblas_set_num_threads(threads);  // its own pthreads, all cores by default
+  // OpenBLAS's own pthreads take every core unless told: workers sharing a machine tell them.
+  if (workers > 1) openblas_set_num_threads(threads);
   static std::once_flag interop_once;
   std::call_once(interop_once, [threads] { at::set_num_interop_threads(threads); });
 

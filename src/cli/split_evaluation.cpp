@@ -30,9 +30,10 @@ EvaluatedSplit evaluate_split(
   if (run.dataset.kind == "shapes") options.shapes_world = &run.dataset;
   EvaluatedSplit evaluated;
   evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);
+  if (group != nullptr && !group->is_main()) return evaluated;  // the main rank scores and writes
   evaluated.results = score_split(
       evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config));
-  if (group == nullptr || group->is_main()) write_split_results(run.dir / "results", evaluated.results);
+  write_split_results(run.dir / "results", evaluated.results);
   const CaptionScores& scores = evaluated.results.scores;
   log::info() << to_string(split) << " (checkpoint epoch " << run.epoch << "): BLEU-4 " << scores.bleu[3]
               << ", CIDEr-D " << scores.cider_d << " (" << evaluated.decoded.image_order.size() << " images)";

@@ -25,8 +25,8 @@ struct EvaluatedSplit {
 };
 
 // `images` is a split of ensure_prepared(run.dataset); `features`, when given, its feature cache.
-// With a data-parallel `group` the ranks share the decoding, all get the whole split, and the
-// main rank writes the files.
+// With a data-parallel `group` the ranks share the decoding and all get the whole split; the
+// main rank alone scores it and writes the files (the others' results stay empty).
 EvaluatedSplit evaluate_split(
     TrainedRun& run,
     const PreparedSplit& images,

@@ -156,7 +156,10 @@ int run_train(const Job& job) {
     result = trainer.run();
   }
   std::optional<TestPass> test;
-  if (!test_images.images.empty() && std::filesystem::exists(job.run_dir / "checkpoints" / "best")) {
+  // The main rank's files decide, for every rank (other machines may not see them).
+  bool has_best = main_rank && std::filesystem::exists(job.run_dir / "checkpoints" / "best");
+  if (job.group != nullptr) has_best = job.group->all_gather(has_best ? "1" : "0").front() == "1";
+  if (!test_images.images.empty() && has_best) {
     test = test_best_checkpoint(
         job, setup, viz, test_images, test_features.get(), result, log ? &*log : nullptr);
     if (main_rank) write_run_report(job.run_dir);

@@ -155,9 +155,9 @@ void Loader::start_epoch(int64_t epoch) {
 }
 
 int64_t Loader::batches_per_epoch() const {
-  const int64_t size = dataset_->size();
-  return options_.drop_last ? size / options_.batch_size
-                            : (size + options_.batch_size - 1) / options_.batch_size;
+  const int64_t size = dataset_->size(), full = size / options_.batch_size, rest = size % options_.batch_size;
+  // A short last batch is kept unless drop_last, or shards would leave one of its parts empty.
+  return full + (rest > 0 && !options_.drop_last && rest >= options_.shards ? 1 : 0);
 }
 
 std::vector<SkippedImage> Loader::skipped() const {

@@ -69,10 +69,12 @@ std::string config_markdown(const std::string& config_yaml) {
   return text;
 }
 
-// A fingerprint of every parameter's bits (FNV-1a), for checking that ranks agree.
+// A fingerprint of the bits of every parameter and buffer (FNV-1a), for checking that ranks agree.
 std::string parameter_digest(const torch::nn::Module& module) {
   uint64_t hash = 1469598103934665603ULL;
-  for (const auto& parameter : module.parameters()) {
+  auto tensors = module.parameters();
+  for (const auto& buffer : module.buffers()) tensors.push_back(buffer);
+  for (const auto& parameter : tensors) {
     const auto values = parameter.detach().contiguous();
     const auto* bytes = static_cast<const unsigned char*>(values.data_ptr());
     for (size_t i = 0; i < values.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
@@ -116,6 +118,7 @@ SearchOptions validation_search(const TrainOptions& train, HardRead hard_read) {
 
 // What one optimizer step logs.
 struct Trainer::StepLog {
+  int64_t images = 0;  // captions of the whole batch (every rank's part)
   double loss = 0.0;
   std::map<std::string, torch::Tensor> terms;  // xent, alpha_reg (and reinforce, attention_entropy)
 };
@@ -127,6 +130,12 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
         "train.features and dataset.augment cannot be combined: the cached annotations were extracted from "
         "unaugmented images, so no augmentation would reach the model. HINT: set dataset.augment.hflip, "
         "brightness and contrast to 0, or train without train.features");
+  }
+  if (ranks() > 1 && !setup_.dataset.cache && setup_.dataset.on_bad_image == BadImagePolicy::skip) {
+    throw std::invalid_argument(
+        "data.on_bad_image=skip needs data.cache=true on several processes: a rank whose part of a batch was "
+        "all bad images would fall out of step with the others. HINT: keep data.cache=true (bad images are "
+        "then left out when the cache is built)");
   }
   // The main rank generates the data and builds its caches first; the others then read them.
   if (ranks() > 1 && rank() != 0) setup_.group->barrier();
@@ -211,8 +220,9 @@ TrainResult Trainer::run() {
 }
 
 void Trainer::train_epoch(int64_t epoch) {
-  // Dropout and hard-attention samples differ between ranks: seed + rank (rank 0 = one process).
-  torch::manual_seed(mix_seed({options_.seed + static_cast<uint64_t>(rank()), static_cast<uint64_t>(epoch)}));
+  // Dropout and hard-attention samples differ between ranks; rank 0 draws what one process draws.
+  const uint64_t epoch_seed = mix_seed({options_.seed, static_cast<uint64_t>(epoch)});
+  torch::manual_seed(rank() == 0 ? epoch_seed : mix_seed({epoch_seed, static_cast<uint64_t>(rank())}));
   train_loader_->start_epoch(epoch);
   int64_t steps_this_epoch = train_loader_->batches_per_epoch();
   if (options_.max_steps_per_epoch > 0)
@@ -223,7 +233,7 @@ void Trainer::train_epoch(int64_t epoch) {
     if (!batch) break;
     const StepLog logged = step(*batch, epoch);
     ++epoch_steps;
-    progress.advance(batch->size(), {{"loss", logged.loss}});
+    progress.advance(logged.images, {{"loss", logged.loss}});
     if (state_.step % options_.log_every != 0 && epoch_steps != steps_this_epoch) continue;
     std::map<std::string, std::string> row;
     for (const auto& [name, value] : logged.terms) row[name] = MetricsCsv::number(value.item<double>());
@@ -256,6 +266,7 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
     total = total + hard->loss;
   }
   StepLog logged;
+  logged.images = batch.size();
   logged.terms = {{"xent", loss.xent}, {"alpha_reg", loss.alpha_reg}};
   if (hard) {
     logged.terms["reinforce"] = hard->reinforce;
@@ -303,6 +314,7 @@ torch::Tensor Trainer::share_of_batch(
       torch::kDouble);
   setup_.group->all_reduce_sum({counts});
   const auto count = counts.accessor<double, 1>();
+  logged.images = static_cast<int64_t>(count[0]);
   // The cross-entropy averages over captions or tokens, the other terms over captions.
   const double caption_share = static_cast<double>(captions) / count[0];
   const double xent_share = options_.xent_reduction == XentReduction::per_caption
@@ -334,20 +346,36 @@ bool Trainer::end_epoch(int64_t epoch) {
   decode.max_images = options_.val_max_images;
   decode.features = val_features_.get();
   decode.group = setup_.group;
+  if (ranks() > 1) {
+    // BatchNorm statistics that trained follow each rank's part of the batches: every rank
+    // validates with rank 0's, the ones the checkpoint keeps.
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> buffers;
+    for (const auto& buffer : model_->buffers()) buffers.push_back(buffer.data());
+    setup_.group->broadcast(buffers);
+  }
   const DecodedSplit decoded = decode_split(*model_, *val_loader_, *validation_search_, vocabulary_, decode);
-  result_.last_validation = score_captions(decoded.references, decoded.candidates, setup_.scores);
+  // The main rank scores (METEOR runs once) and tells the others the metric that decides.
+  if (rank() == 0)
+    result_.last_validation = score_captions(decoded.references, decoded.candidates, setup_.scores);
   auto row = score_row(result_.last_validation);
   row["kind"] = "val";
   row["epoch"] = std::to_string(epoch);
   row["step"] = std::to_string(state_.step);
   row["lr"] = MetricsCsv::number(state_.learning_rate);
   write_row(row);
-  log::info() << "epoch " << epoch << " validation: BLEU-4 " << result_.last_validation.bleu[3]
-              << ", CIDEr-D " << result_.last_validation.cider_d << " (" << decoded.image_order.size()
-              << " images)";
+  if (rank() == 0)
+    log::info() << "epoch " << epoch << " validation: BLEU-4 " << result_.last_validation.bleu[3]
+                << ", CIDEr-D " << result_.last_validation.cider_d << " (" << decoded.image_order.size()
+                << " images)";
 
   state_.epoch = epoch;
-  const double metric = metric_value(result_.last_validation, options_.val_metric);
+  double metric = metric_value(result_.last_validation, options_.val_metric);
+  if (ranks() > 1) {
+    auto shared = torch::tensor({metric}, torch::kDouble);
+    setup_.group->broadcast({shared});
+    metric = shared.item<double>();
+  }
   const bool improved = !state_.best_metric || metric > *state_.best_metric;
   if (improved) {
     state_.best_metric = metric;

@@ -76,6 +76,21 @@ TEST(Distributed, TwoRanksTrainAsOneProcessWithTheSameGlobalBatch) {
   EXPECT_EQ(read_file(two / "results/test.json"), read_file(one / "results/test.json"));
 }
 
+TEST(Distributed, RanksAgreeWithBatchNormTrainingAndDropoutOn) {
+  // small_cnn trains from scratch here: its BatchNorm statistics follow each rank's part of the
+  // batches, and rank 0's are shared before validating, so parameters and buffers agree.
+  TempDir work;
+  const auto run = work / "trainable";
+  const auto result = run_saccade(
+      {"train", "-cp", (source_dir() / "configs").string(), "experiment=smoke", "--nproc", "2",
+       "run.dir=" + run.string()},
+      work.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto digests = parameter_digests(run / "train.log");
+  ASSERT_EQ(digests.size(), 2u);
+  EXPECT_EQ(digests, parameter_digests(run / "logs/rank1.log"));
+}
+
 TEST(Distributed, TheRealTorchrunLaunchesTheWorkers) {
   if (!std::filesystem::exists("/usr/bin/python3") ||
       run_program({"/usr/bin/python3", "-c", "import torch.distributed.run"}).exit_code != 0) {
