@@ -278,6 +278,10 @@ int run_jobs(const Invocation& invocation, Action action) {
 
 // `saccade train --nproc N`: the same command line without --nproc, as N local workers.
 int launch_workers(const Invocation& invocation, int nproc) {
+  if (invocation.command->name == "bench" &&
+      (invocation.positional.size() != 1 || invocation.positional.front() != "decoder")) {
+    throw ConfigError("Only `saccade bench decoder` runs on several processes (--nproc)");
+  }
   if (std::getenv("WORLD_SIZE") != nullptr) {
     throw ConfigError(
         "--nproc " + std::to_string(nproc) +
