@@ -2,18 +2,26 @@
 # Installs every system package saccade needs, from Debian 12's archive only.
 # Idempotent: packages already present are skipped, so a second run costs a dpkg query.
 # Works as root or through sudo; never prompts.
+#   scripts/setup.sh               everything: Debian's LibTorch and the tests' references too
+#   scripts/setup.sh --build-only  what a build against another LibTorch needs (scripts/gpu_check.sh)
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config clang-format
-  libtorch-dev libgloo-dev libopenblas0-pthread libopenblas-dev
-  libopencv-dev libyaml-cpp-dev libgtest-dev libgmock-dev
-  # Reference tensors for the native ResNet/VGG agreement tests.
-  python3-torchvision
-  # Independent readers for the tests: the report page is rendered in headless Chromium,
-  # TensorBoard event files are decoded by protoc --decode_raw.
-  chromium protobuf-compiler
+  build-essential cmake ninja-build ccache pkg-config
+  libopenblas0-pthread libopenblas-dev libopencv-dev libyaml-cpp-dev libgtest-dev libgmock-dev
+  # c10d's Gloo headers, for a LibTorch that does not ship them.
+  libgloo-dev
 )
+if [ "${1:-}" != "--build-only" ]; then
+  packages+=(
+    clang-format libtorch-dev
+    # Reference tensors for the native ResNet/VGG agreement tests.
+    python3-torchvision
+    # Independent readers for the tests: the report page is rendered in headless Chromium,
+    # TensorBoard event files are decoded by protoc --decode_raw.
+    chromium protobuf-compiler
+  )
+fi
 
 missing=()
 for package in "${packages[@]}"; do

@@ -167,6 +167,19 @@ void set_threads(int threads) {
 
 // The benchmark's decoder, its optimizer and a synthetic batch (seed LibTorch's generator first).
 struct DecoderBench {
+  // Everything moved to placement.device; the forward pass under its autocast.
+  explicit DecoderBench(const Placement& where) : placement(where) {
+    decoder->to(placement.device);  // the optimizer keeps the same parameters, now on the device
+    for (torch::Tensor* tensor : {&features, &tokens, &targets, &lengths})
+      *tensor = tensor->to(placement.device);
+  }
+
+  // Waits for the device's queued work, so the clock reads what it took.
+  void synchronize() const {
+    if (placement.device.is_cuda()) torch::cuda::synchronize(placement.device.index());
+  }
+
+  Placement placement;
   DecoderOptions options = peer_decoder_options();
   AttentionLSTMDecoder decoder{options};
   torch::optim::Adam optimizer{decoder->parameters(), torch::optim::AdamOptions(4e-4)};
@@ -182,18 +195,27 @@ struct DecoderBench {
     const auto start = Clock::now();
     for (auto& parameter : decoder->parameters()) parameter.mutable_grad() = torch::Tensor();  // no memset
     const auto part = [&](const torch::Tensor& x) { return x.narrow(0, first, rows); };
-    const auto out = decoder->forward(part(features), part(tokens), part(lengths));
-    const auto loss = soft_attention_loss(
-        out.logits, part(targets), part(lengths), out.alphas, 1.0, XentReduction::per_token);
+    torch::Tensor loss;
+    {
+      const Autocast autocast(placement);
+      const auto out = decoder->forward(part(features), part(tokens), part(lengths));
+      loss = soft_attention_loss(
+                 out.logits, part(targets), part(lengths), out.alphas, 1.0, XentReduction::per_token)
+                 .total;
+    }
+    synchronize();
     const double forward = seconds_since(start);
-    loss.total.backward();
+    loss.backward();
+    synchronize();
     const double backward = seconds_since(start) - forward;
     if (peers != nullptr) {
       sum_gradients(*peers, decoder->parameters());
+      synchronize();
       times.gradients.push_back(seconds_since(start) - forward - backward);
     }
     const double before_update = seconds_since(start);
     optimizer.step();
+    synchronize();
     const double total = seconds_since(start);
     times.forward.push_back(forward);
     times.backward.push_back(backward);
@@ -222,8 +244,9 @@ void bench_data_parallel(DecoderBench& bench, ProcessGroup& group) {
   if (!group.is_main()) return;
   const double seconds = median(times.total);
   std::printf(
-      "%d ranks of %ld images, %d thread%s each, gradients summed over c10d (Gloo):\n", group.size(),
-      long(rows), at::get_num_threads(), at::get_num_threads() == 1 ? "" : "s");
+      "%d ranks of %ld images, %d thread%s each, gradients summed over c10d (%s):\n", group.size(),
+      long(rows), at::get_num_threads(), at::get_num_threads() == 1 ? "" : "s",
+      group.backend_for(bench.placement.device).c_str());
   print_step(times);
   std::printf(
       "speed: %.1f images/s; against one process on the same cores: %.0f%%\n", kBatch / seconds,
@@ -242,17 +265,17 @@ int bench_decoder(const Job& job) {
     std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
   }
   torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
-  DecoderBench bench;
+  DecoderBench bench(job.placement);
   bench.decoder->train();
   const DecoderOptions& options = bench.options;
   if (main_rank) {
     std::printf(
         "decoder: B=%ld L=%ld D=%ld A=%ld E=%ld H=%ld V=%ld T=%ld, %s attention, %s gate, deep output %s, "
-        "dropout %.1f, Adam\n",
+        "dropout %.1f, Adam; on %s\n",
         long(kBatch), long(kLocations), long(options.annotation_dim), long(options.attention_dim),
         long(options.embed_dim), long(options.hidden_dim), long(options.vocab_size), long(kSteps),
         options.attention_kind.c_str(), to_string(options.gate).c_str(), options.deep_output ? "on" : "off",
-        options.dropout);
+        options.dropout, describe(job.placement).c_str());
   }
   if (job.group != nullptr) {
     if (main_rank) training_flops(options, kBatch, kLocations, kBatch * kSteps);

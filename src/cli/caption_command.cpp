@@ -109,7 +109,7 @@ int run_caption(const Job& job) {
     throw std::invalid_argument("saccade caption needs images or folders to caption");
   }
   const bool json = invocation.has_flag("--json");
-  TrainedRun run = load_trained_run(run_dir, job.request());
+  TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);
   const std::filesystem::path out_dir = invocation.flag("--out", (run_dir / "captions").string());
@@ -123,7 +123,8 @@ int run_caption(const Job& job) {
       const torch::Tensor crop =
           resize_and_crop(decode_image(file), run.dataset.image);  // uint8 [crop, crop, 3]
       const DecodedCaption caption =
-          caption_images(*run.model, crop.unsqueeze(0), run.dataset.image, search).front();
+          caption_images(*run.model, crop.unsqueeze(0), run.dataset.image, search, run.placement.precision)
+              .front();
       const std::string text = join_words(run.vocabulary.decode(caption.tokens));
       const auto figure = make_attention_figure(*run.model, crop, caption, run.vocabulary, {text});
       const std::filesystem::path overlay = overlay_path(out_dir, file, used_names);
@@ -162,14 +163,15 @@ int run_visualize(const Job& job) {
   const std::filesystem::path run_dir = required_run(invocation);
   const Split split = parse_split(invocation.flag("--split", "test"));
   const int64_t count = invocation.positive_flag("--n", "16");
-  TrainedRun run = load_trained_run(run_dir, job.request());
+  TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);
 
   const PreparedDataset data = ensure_prepared(run.dataset, {split});
   const auto images = make_caption_dataset(data.split(split), run.vocabulary, run.dataset.vocabulary);
   const auto written = write_sample_overlays(
-      *run.model, run.vocabulary, *images, count, run.dataset.image, search, viz, run_dir / "samples");
+      *run.model, run.vocabulary, *images, count, run.dataset.image, search, viz, run_dir / "samples",
+      run.placement.precision);
   for (const auto& overlay : written) {
     std::cout << overlay.file.string() << "\t" << overlay.caption << "\n";
   }

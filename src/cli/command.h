@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "device/placement.h"
 #include "dist/process_group.h"
 
 namespace saccade::cli {
@@ -63,6 +64,7 @@ struct Job {
   int number = 0;                      // job number within a multirun, 0 for a single run
   std::filesystem::path run_dir;       // empty unless the command creates run folders
   ProcessGroup* group = nullptr;       // data-parallel peers (data_parallel commands); null = alone
+  Placement placement;                 // runtime.device and runtime.precision, resolved for this process
 
   // The invocation's config folder and name with this job's overrides (for load_trained_run).
   ComposeRequest request() const;

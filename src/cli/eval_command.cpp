@@ -22,7 +22,7 @@ int run_eval(const Job& job) {
   const std::string split_name = invocation.flag("--split", "test");
   const Split split = parse_split(split_name);
 
-  TrainedRun run = load_trained_run(run_dir, job.request());
+  TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
   const auto search = make_caption_search(run.search);
   const PreparedDataset data = ensure_prepared(run.dataset, {split});
   const SplitResults results = evaluate_split(run, data.split(split), *search).results;

@@ -105,7 +105,9 @@ int extract_images(const Job& job, const EncoderOptions& encoder_options, const 
 
   Encoder encoder = build_encoder(encoder_options);  // after the cheap checks above
   encoder->eval();
+  encoder->to(job.placement.device);
   torch::InferenceMode inference;
+  const Autocast autocast(job.placement);
   std::vector<std::pair<std::string, torch::Tensor>> grids;
   int64_t skipped = 0;
   ProgressBar bar(static_cast<int64_t>(paths.size()), "extract", "img");
@@ -124,9 +126,10 @@ int extract_images(const Job& job, const EncoderOptions& encoder_options, const 
     }
     if (!batch.empty()) {
       const torch::Tensor images = normalize_images(torch::stack(batch), image);  // [B, 3, crop, crop]
-      const torch::Tensor grid = encoder->forward_grid(images);                   // [B, D, H', W']
+      const torch::Tensor grid = encoder->forward_grid(images.to(job.placement.device));  // [B, D, H', W']
+      const torch::Tensor grid_cpu = grid.to(torch::kCPU, torch::kFloat);
       for (size_t b = 0; b < names.size(); ++b)
-        grids.emplace_back(names[b], grid[static_cast<int64_t>(b)].clone());
+        grids.emplace_back(names[b], grid_cpu[static_cast<int64_t>(b)].clone());
     }
     bar.advance(static_cast<int64_t>(std::min(paths.size(), start + kBatchSize) - start));
   }
@@ -151,7 +154,9 @@ int extract_splits(const Job& job, const EncoderOptions& encoder_options) {
   validate(data);
   Encoder encoder = build_encoder(encoder_options);
   encoder->eval();
+  encoder->to(job.placement.device);
   torch::InferenceMode inference;
+  const Autocast autocast(job.placement);
   const std::filesystem::path root = invocation.has_flag("--out")
                                          ? std::filesystem::path(invocation.flag("--out"))
                                          : data.cache_dir / "features" / encoder_options.name;
@@ -174,7 +179,7 @@ int extract_splits(const Job& job, const EncoderOptions& encoder_options) {
         ids.push_back(part.images[static_cast<size_t>(row)].image_id);
       }
       const torch::Tensor images = normalize_images(torch::stack(batch), data.image);  // [B, 3, crop, crop]
-      writer.append(encoder(images), ids);                                             // [B, L, D]
+      writer.append(encoder(images.to(job.placement.device)), ids);                    // [B, L, D]
       bar.advance(end - start);
     }
     bar.finish();

@@ -185,17 +185,16 @@ std::filesystem::path unused_folder(const std::filesystem::path& dir) {
   return candidate;
 }
 
-// The process group of a data-parallel command's job, made once per process from the variables
-// torchrun sets; nullptr for other commands and for a single process.
-ProcessGroup* data_parallel_group(const CommandSpec& command, const Config& config) {
-  static std::unique_ptr<ProcessGroup> group;
-  if (!command.data_parallel) return nullptr;
-  if (!group) {
-    const DistOptions options = dist_options_from_environment(config.get<int>("dist.timeout_s"));
-    validate(options);
-    if (options.world_size == 1) return nullptr;
-    group = std::make_unique<ProcessGroup>(options);
-  }
+// The process group of a data-parallel command's job, made by the first job from the variables
+// torchrun sets (`process`), computing on `device`, and kept in `group` for the next jobs;
+// nullptr for other commands and for a single process.
+ProcessGroup* data_parallel_group(
+    const CommandSpec& command,
+    const DistOptions& process,
+    c10::Device device,
+    std::unique_ptr<ProcessGroup>& group) {
+  if (!command.data_parallel || process.world_size == 1) return nullptr;
+  if (!group) group = std::make_unique<ProcessGroup>(process, device);
   return group.get();
 }
 
@@ -232,6 +231,8 @@ int run_jobs(const Invocation& invocation, Action action) {
   }
 
   const RunRecord record{command.name, invocation.argv, invocation.request.overrides};
+  // Released when the jobs end, before static destruction (NCCL shuts down in its destructor).
+  std::unique_ptr<ProcessGroup> group;
   std::filesystem::path sweep_dir;
   int worst = 0;
   for (size_t number = 0; number < job_overrides.size(); ++number) {
@@ -242,10 +243,16 @@ int run_jobs(const Invocation& invocation, Action action) {
     ComposeRequest request = invocation.request;
     request.overrides = job.overrides;
     job.composition = compose(request);
-    const RuntimeOptions runtime = runtime_options_from(job.composition.config);
+    const Config& config = job.composition.config;
+    const RuntimeOptions runtime = runtime_options_from(config);
     validate(runtime);
-    apply_runtime(runtime);
-    job.group = data_parallel_group(command, job.composition.config);
+    const DistOptions process = dist_options_from_environment(config.get<int>("dist.timeout_s"));
+    validate(process);
+    // Where this process computes, checked before any file of the run is written.
+    job.placement = placement_from(config, process.local_rank, process.local_world_size);
+    make_current(job.placement.device);
+    apply_runtime(runtime, process.local_world_size);
+    job.group = data_parallel_group(command, process, job.placement.device, group);
     const bool main_rank = job.group == nullptr || job.group->is_main();
     if (!main_rank) log::set_console_level(log::Level::warn);
     if (command.creates_run_folder) {

@@ -52,11 +52,9 @@ double measure_matmul_gflops(int size) {
   return flops / std::max(fastest, 1e-9) / 1e9;
 }
 
-void apply_runtime(const RuntimeOptions& options) {
+void apply_runtime(const RuntimeOptions& options, int local_workers) {
   log::set_console_level(options.log_level);
-  // Workers of a data-parallel job on one machine share its cores (LOCAL_WORLD_SIZE, as torchrun sets it).
-  const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
-  const int workers = local_world != nullptr ? std::max(1, std::atoi(local_world)) : 1;
+  const int workers = std::max(1, local_workers);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = options.threads > 0 ? options.threads : std::max(1, cores / workers);
   at::set_num_threads(threads);

@@ -19,8 +19,10 @@ RuntimeOptions runtime_options_from(const Config& config);
 void validate(const RuntimeOptions& options);
 
 // Applies the options: torch intra-op threads, OpenBLAS threads, inter-op threads (first call
-// only: LibTorch allows setting them once), log level, and the BLAS speed check.
-void apply_runtime(const RuntimeOptions& options);
+// only: LibTorch allows setting them once), log level, and the BLAS speed check. With
+// runtime.threads=0 the `local_workers` processes of a data-parallel job on this machine share
+// its cores.
+void apply_runtime(const RuntimeOptions& options, int local_workers = 1);
 
 // GFLOP/s of a size x size float matmul on this machine (the fastest of several runs).
 double measure_matmul_gflops(int size = 256);

@@ -27,6 +27,7 @@ EvaluatedSplit evaluate_split(
   DecodeSplitOptions options;
   options.features = features;
   options.group = group;
+  options.precision = run.placement.precision;
   if (run.dataset.kind == "shapes") options.shapes_world = &run.dataset;
   EvaluatedSplit evaluated;
   evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);

@@ -67,7 +67,7 @@ TestPass test_best_checkpoint(
     RunLog* log) {
   ComposeRequest request = job.request();
   request.overrides.clear();  // the saved config already holds them
-  TrainedRun best = load_trained_run(job.run_dir, request);
+  TrainedRun best = load_trained_run(job.run_dir, request, job.placement);
   const auto search = make_caption_search(setup.validation);
   TestPass pass;
   const EvaluatedSplit test = evaluate_split(best, test_images, *search, features, job.group);
@@ -89,7 +89,7 @@ TestPass test_best_checkpoint(
     const auto images = make_caption_dataset(test_images, best.vocabulary, best.dataset.vocabulary);
     const std::vector<SampleOverlay> overlays = write_sample_overlays(
         *best.model, best.vocabulary, *images, viz.sample_images, best.dataset.image, setup.validation, viz,
-        job.run_dir / "samples");
+        job.run_dir / "samples", best.placement.precision);
     if (EventWriter* events = log->events()) log_samples(*events, overlays, trained.steps);
   }
   return pass;
@@ -142,6 +142,7 @@ int run_train(const Job& job) {
     setup.on_epoch_end = [&] { write_run_report(job.run_dir); };
   }
   setup.group = job.group;
+  setup.placement = job.placement;
   log::info() << "Run folder: " << job.run_dir.string();
   PreparedSplit test_images;
   std::unique_ptr<FeatureCache> test_features;

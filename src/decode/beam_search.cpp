@@ -192,7 +192,8 @@ std::vector<DecodedCaption> beam_search(
     previous = words.reshape({batch * beam});  // [B*K]
   }
   return best_captions(
-      records, torch::stack(step_alphas), finished, scores, options);  // alphas [S, B, K, (N,) L]
+      records, torch::stack(step_alphas).to(torch::kCPU, torch::kFloat), finished, scores,
+      options);  // alphas [S, B, K, (N,) L]
 }
 
 }  // namespace saccade

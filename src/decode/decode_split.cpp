@@ -16,7 +16,7 @@ torch::Tensor annotations_of(
   if (features == nullptr) return model.encode(batch.images);  // [B, L, D]
   std::vector<int64_t> rows;
   for (const int64_t index : batch.indices) rows.push_back(dataset.image_of(index));
-  return features->batch(rows);  // [B, L, D]
+  return features->batch(rows).to(model.device(), /*non_blocking=*/true);  // [B, L, D]
 }
 
 namespace {
@@ -38,7 +38,7 @@ Json to_json(const DecodedImage& image) {
   Json::Array references(image.references.begin(), image.references.end());
   Json::Array shape, alphas;
   if (image.alphas.defined()) {
-    const auto values = image.alphas.to(torch::kFloat).contiguous();
+    const auto values = image.alphas.to(torch::kCPU, torch::kFloat).contiguous();
     for (const int64_t size : values.sizes()) shape.emplace_back(size);
     for (int64_t i = 0; i < values.numel(); ++i)
       alphas.emplace_back(static_cast<double>(values.data_ptr<float>()[i]));
@@ -90,6 +90,7 @@ DecodedSplit decode_split(
     const DecodeSplitOptions& options) {
   torch::NoGradGuard no_grad;
   EvalModeGuard eval_mode(model);
+  const Autocast autocast({model.device(), options.precision});
   const int rank = options.group ? options.group->rank() : 0,
             ranks = options.group ? options.group->size() : 1;
   const auto& dataset = static_cast<const CaptionDataset&>(loader.dataset());
@@ -157,10 +158,12 @@ std::vector<DecodedCaption> caption_images(
     CaptionerImpl& model,
     const torch::Tensor& crops,
     const ImageOptions& image,
-    const SearchOptions& search) {
+    const SearchOptions& search,
+    Precision precision) {
   const auto strategy = make_caption_search(search);
   c10::InferenceMode inference;
   EvalModeGuard eval_mode(model);
+  const Autocast autocast({model.device(), precision});
   const auto annotations = model.encode(normalize_images(crops, image));  // [B, L, D]
   return strategy->search(*model.decoder, annotations);
 }

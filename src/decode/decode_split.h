@@ -23,6 +23,7 @@
 #include "data/prepare.h"
 #include "data/vocabulary.h"
 #include "decode/search.h"
+#include "device/placement.h"
 #include "dist/process_group.h"
 #include "eval/caption_scores.h"
 #include "eval/shapes_metrics.h"
@@ -44,6 +45,9 @@ struct DecodeSplitOptions {
   // process would decode, so the captions are bit for bit a single process's) and every rank
   // gets the whole split back. nullptr = this process decodes everything.
   ProcessGroup* group = nullptr;
+  // The encoder and decoder run under autocast in this precision (runtime.precision), on the
+  // model's device.
+  Precision precision = Precision::fp32;
 };
 
 struct DecodedSplit {
@@ -53,8 +57,8 @@ struct DecodedSplit {
   std::optional<ShapesScores> shapes;                          // with options.shapes_world
 };
 
-// The annotations of `batch` [B, L, D]: rows of `features` (the batch's images within `dataset`)
-// when given, else the encoder run on the batch's images.
+// The annotations of `batch` [B, L, D] on the model's device: rows of `features` (the batch's
+// images within `dataset`) when given, else the encoder run on the batch's images.
 torch::Tensor annotations_of(
     CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features);
 
@@ -76,9 +80,13 @@ SplitResults score_split(
     const ScoreOptions& options);
 
 // Captions of `crops` uint8 [B, crop, crop, 3] (the pipeline's output, not normalized): normalizes
-// them with `image`, encodes and searches with make_caption_search(search) under inference mode.
-// The model's training mode is restored afterwards.
+// them with `image`, encodes and searches with make_caption_search(search) under inference mode,
+// on the model's device in `precision`. The model's training mode is restored afterwards.
 std::vector<DecodedCaption> caption_images(
-    CaptionerImpl& model, const torch::Tensor& crops, const ImageOptions& image, const SearchOptions& search);
+    CaptionerImpl& model,
+    const torch::Tensor& crops,
+    const ImageOptions& image,
+    const SearchOptions& search,
+    Precision precision = Precision::fp32);
 
 }  // namespace saccade

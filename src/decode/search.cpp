@@ -61,14 +61,15 @@ std::vector<DecodedCaption> greedy_search(
 
   const int64_t batch = annotations.size(0);
   DecoderState state = decoder.init_state(annotations);
-  auto previous = torch::full({batch}, options.start_id, torch::kLong);  // [B]
+  const auto on_device = torch::TensorOptions().device(annotations.device());
+  auto previous = torch::full({batch}, options.start_id, on_device.dtype(torch::kLong));  // [B]
   std::vector<torch::Tensor> words, log_probs, alphas;                   // per step: [B], [B], [B, L]
-  auto finished = torch::zeros({batch}, torch::kBool);                   // [B]
+  auto finished = torch::zeros({batch}, on_device.dtype(torch::kBool));  // [B]
   // One step more than max_length words leaves room for the <end> after the last word.
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
-    const auto scores = torch::log_softmax(step.logits, 1);  // [B, V]
-    auto [best, word] = scores.max(1);                       // [B], [B]
+    const auto scores = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B, V]
+    auto [best, word] = scores.max(1);                                         // [B], [B]
     words.push_back(word);
     log_probs.push_back(best);
     alphas.push_back(step.alpha);
@@ -78,9 +79,10 @@ std::vector<DecodedCaption> greedy_search(
     previous = word;
   }
 
-  const auto word_matrix = torch::stack(words, 1);          // [B, S]
-  const auto log_prob_matrix = torch::stack(log_probs, 1);  // [B, S]
-  const auto alpha_matrix = torch::stack(alphas, 1);        // [B, S, L] or [B, S, N, L]
+  // The results go to the host once.
+  const auto word_matrix = torch::stack(words, 1).cpu();                             // [B, S]
+  const auto log_prob_matrix = torch::stack(log_probs, 1).cpu();                     // [B, S]
+  const auto alpha_matrix = torch::stack(alphas, 1).to(torch::kCPU, torch::kFloat);  // [B, S, (N,) L]
   const auto word_access = word_matrix.accessor<int64_t, 2>();
   const auto log_prob_access = log_prob_matrix.accessor<float, 2>();
   const int64_t steps = word_matrix.size(1);

@@ -83,7 +83,7 @@ struct DecodedCaption {
   std::vector<int64_t> tokens;  // the words' ids, without <start> and <end>
   double log_prob = 0.0;        // sum of the log-probabilities of the emitted words and <end>
   bool finished = false;        // <end> was emitted before max_length
-  torch::Tensor alphas;         // float [n, L] ([n, N, L] multihead): where each of the n words looked
+  torch::Tensor alphas;         // CPU float [n, L] ([n, N, L] multihead): where each of the n words looked
 };
 
 // Greedy search over annotations [B, L, D]. Throws std::invalid_argument unless greedy_suffices.

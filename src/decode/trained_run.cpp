@@ -64,7 +64,8 @@ Config composed_over_today(
 
 }  // namespace
 
-TrainedRun load_trained_run(const std::filesystem::path& run_dir, const ComposeRequest& today) {
+TrainedRun load_trained_run(
+    const std::filesystem::path& run_dir, const ComposeRequest& today, const Placement& placement) {
   TrainedRun run;
   run.dir = run_dir;
   run.checkpoint = run_dir / "checkpoints" / "best";
@@ -96,7 +97,9 @@ TrainedRun load_trained_run(const std::filesystem::path& run_dir, const ComposeR
         "The checkpoint " + run.checkpoint.string() +
         " does not match its config.yaml and vocab.json: " + message.substr(0, message.find('\n')));
   }
+  run.model->to(placement.device);
   run.model->eval();
+  run.placement = placement;
   return run;
 }
 

@@ -21,6 +21,7 @@
 #include "data/prepare.h"
 #include "data/vocabulary.h"
 #include "decode/search.h"
+#include "device/placement.h"
 #include "models/captioner.h"
 
 namespace saccade {
@@ -30,16 +31,19 @@ struct TrainedRun {
   std::filesystem::path checkpoint;  // dir/checkpoints/best
   Config config;                     // today's defaults <- the run's saved config <- the overrides
   Vocabulary vocabulary;             // the checkpoint's
-  Captioner model{nullptr};          // the checkpoint's weights, in eval mode
+  Captioner model{nullptr};          // the checkpoint's weights, in eval mode, on placement.device
+  Placement placement;               // where and in which precision the model decodes
   int64_t epoch = 0;                 // the epoch the checkpoint was saved after
   DatasetOptions dataset;            // the run's data; dataset.image is how the model saw images
   SearchOptions search;              // decode.* of `config`
 };
 
-// Loads `run_dir`/checkpoints/best. `today` names the config folder, primary config and the
-// caller's overrides. Throws std::runtime_error (one line) for a missing or incomplete
-// checkpoint or weights that do not fit its config and vocabulary; ConfigError for bad
+// Loads `run_dir`/checkpoints/best onto `placement` (this process's runtime.device and
+// runtime.precision, not the ones the run trained with). `today` names the config folder, primary
+// config and the caller's overrides. Throws std::runtime_error (one line) for a missing or
+// incomplete checkpoint or weights that do not fit its config and vocabulary; ConfigError for bad
 // overrides or values.
-TrainedRun load_trained_run(const std::filesystem::path& run_dir, const ComposeRequest& today);
+TrainedRun load_trained_run(
+    const std::filesystem::path& run_dir, const ComposeRequest& today, const Placement& placement = {});
 
 }  // namespace saccade

@@ -4,7 +4,16 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// USE_C10D_NCCL comes with a CUDA LibTorch's CMake targets; nccl.h with NCCL's own package (a pip
+// PyTorch keeps it in nvidia/nccl/include, see scripts/gpu_check.sh). Without both, Gloo carries
+// CUDA tensors too.
+#if defined(USE_C10D_NCCL) && __has_include(<nccl.h>)
+#define SACCADE_WITH_NCCL 1
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -44,6 +53,18 @@ void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, i
 struct ProcessGroup::Backend {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#ifdef SACCADE_WITH_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;  // for CUDA tensors; null on the CPU
+#endif
+
+  // `call` on the group that carries `tensor`: NCCL for CUDA tensors when there is one, else Gloo.
+  template <typename Call>
+  c10::intrusive_ptr<c10d::Work> carry(const torch::Tensor& tensor, Call call) {
+#ifdef SACCADE_WITH_NCCL
+    if (nccl && tensor.is_cuda()) return call(*nccl);
+#endif
+    return call(*gloo);
+  }
 };
 
 DistOptions dist_options_from_environment(int timeout_s) {
@@ -51,6 +72,7 @@ DistOptions dist_options_from_environment(int timeout_s) {
   options.world_size = int_from_environment("WORLD_SIZE", 1);
   options.rank = int_from_environment("RANK", 0);
   options.local_rank = int_from_environment("LOCAL_RANK", options.rank);
+  options.local_world_size = int_from_environment("LOCAL_WORLD_SIZE", std::max(1, options.local_rank + 1));
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0')
     options.master_addr = addr;
   options.master_port = int_from_environment("MASTER_PORT", options.master_port);
@@ -67,14 +89,17 @@ void validate(const DistOptions& options) {
       options.rank >= 0 && options.rank < options.world_size, "RANK must be in [0, WORLD_SIZE) = [0, " +
                                                                   std::to_string(options.world_size) +
                                                                   "), got " + std::to_string(options.rank));
-  require(options.local_rank >= 0, "LOCAL_RANK must be >= 0, got " + std::to_string(options.local_rank));
+  require(
+      options.local_rank >= 0 && options.local_rank < options.local_world_size,
+      "LOCAL_RANK must be in [0, LOCAL_WORLD_SIZE) = [0, " + std::to_string(options.local_world_size) +
+          "), got " + std::to_string(options.local_rank));
   require(
       options.master_port >= 1 && options.master_port <= 65535,
       "MASTER_PORT must be in 1 .. 65535, got " + std::to_string(options.master_port));
   require(options.timeout.count() >= 1, "dist.timeout_s must be >= 1");
 }
 
-ProcessGroup::ProcessGroup(const DistOptions& options) : options_(options) {
+ProcessGroup::ProcessGroup(const DistOptions& options, c10::Device device) : options_(options) {
   validate(options_);
   if (options_.world_size == 1) return;
   backend_ = std::make_unique<Backend>();
@@ -117,6 +142,28 @@ ProcessGroup::ProcessGroup(const DistOptions& options) : options_(options) {
     rethrow(
         "rank " + std::to_string(options_.rank) + " could not connect to its peers through " + where, error);
   }
+  // Every rank must hand its tensors to the same backend: refuse ranks on different kinds of device.
+  const std::vector<std::string> kinds = all_gather(c10::DeviceTypeName(device.type(), /*lower_case=*/true));
+  for (int r = 0; r < size(); ++r) {
+    if (kinds[r] != kinds[0]) {
+      throw std::runtime_error(
+          "rank " + std::to_string(r) + " computes on " + kinds[r] + " and rank 0 on " + kinds[0] +
+          ": every rank needs the same kind of device (runtime.device, and a GPU for each worker)");
+    }
+  }
+#ifdef SACCADE_WITH_NCCL
+  if (device.is_cuda()) {
+    c10::cuda::set_device(device.index());  // NCCL's communicators use the current device
+    // Collectives then block in wait() and fail there, within the timeout, with a message, instead
+    // of NCCL's watchdog aborting the process.
+    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = options_.timeout;
+    backend_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        c10::make_intrusive<c10d::PrefixStore>("nccl/", backend_->store), options_.rank, options_.world_size,
+        nccl_options);
+  }
+#endif
 }
 
 ProcessGroup::~ProcessGroup() = default;
@@ -128,7 +175,9 @@ void ProcessGroup::broadcast(std::vector<torch::Tensor> tensors, int root) {
   options.rootRank = root;
   for (auto& tensor : tensors) {
     std::vector<torch::Tensor> one = {tensor};
-    wait(backend_->gloo->broadcast(one, options), "broadcast from rank " + std::to_string(root), rank());
+    wait(
+        backend_->carry(tensor, [&](auto& group) { return group.broadcast(one, options); }),
+        "broadcast from rank " + std::to_string(root), rank());
   }
 }
 
@@ -136,7 +185,7 @@ void ProcessGroup::all_reduce_sum(std::vector<torch::Tensor> tensors) {
   if (!backend_) return;
   for (auto& tensor : tensors) {
     std::vector<torch::Tensor> one = {tensor};
-    wait(backend_->gloo->allreduce(one), "all-reduce", rank());
+    wait(backend_->carry(tensor, [&](auto& group) { return group.allreduce(one); }), "all-reduce", rank());
   }
 }
 
@@ -162,6 +211,13 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
     texts.emplace_back(data, data + lengths[0][r].item<int64_t>());
   }
   return texts;
+}
+
+std::string ProcessGroup::backend_for(c10::Device device) const {
+#ifdef SACCADE_WITH_NCCL
+  if (backend_ && backend_->nccl && device.is_cuda()) return "NCCL";
+#endif
+  return "Gloo";
 }
 
 void ProcessGroup::barrier() {

@@ -1,5 +1,5 @@
-// ProcessGroup: the processes of one data-parallel job, talking through LibTorch's c10d (Gloo on
-// CPU tensors), found the way torchrun finds them.
+// ProcessGroup: the processes of one data-parallel job, talking through LibTorch's c10d (Gloo for
+// CPU tensors; NCCL for CUDA tensors when LibTorch has it), found the way torchrun finds them.
 //
 //   DistOptions options = dist_options_from_environment(/*timeout_s=*/300);   // RANK, WORLD_SIZE, ...
 //   validate(options);
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/Device.h>
 #include <torch/types.h>
 
 namespace saccade {
@@ -27,26 +28,29 @@ struct DistOptions {
   int rank = 0;                           // RANK: this process, 0 .. world_size - 1
   int world_size = 1;                     // WORLD_SIZE: processes in the job
   int local_rank = 0;                     // LOCAL_RANK: this process on its machine
+  int local_world_size = 1;               // LOCAL_WORLD_SIZE: processes on this machine
   std::string master_addr = "127.0.0.1";  // MASTER_ADDR: where rank 0 hosts the store
   int master_port = 29500;                // MASTER_PORT
   std::chrono::seconds timeout{300};      // how long any wait for a peer may take
 };
 
 // The job as torchrun (or `saccade train --nproc`, or a SLURM script) describes it in RANK,
-// WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; a single process when WORLD_SIZE is unset.
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT; a single process when
+// WORLD_SIZE is unset.
 // Throws std::invalid_argument naming the variable and its value when one is not an integer.
 DistOptions dist_options_from_environment(int timeout_s);
 
 // Throws std::invalid_argument, one sentence per broken rule: world_size >= 1, 0 <= rank <
-// world_size, 0 <= local_rank, a port in 1 .. 65535, timeout >= 1 s.
+// world_size, 0 <= local_rank < local_world_size, a port in 1 .. 65535, timeout >= 1 s.
 void validate(const DistOptions& options);
 
 class ProcessGroup {
  public:
   // Joins the job: rank 0 listens on master_addr:master_port, every rank connects and waits for
   // all of them. Throws std::runtime_error (one line) when the port is taken or a peer does not
-  // join within the timeout.
-  explicit ProcessGroup(const DistOptions& options);
+  // join within the timeout. With a CUDA `device` (this rank's GPU), CUDA tensors go through
+  // NCCL where LibTorch was built with it, through Gloo otherwise; CPU tensors always through Gloo.
+  explicit ProcessGroup(const DistOptions& options, c10::Device device = c10::Device(c10::DeviceType::CPU));
   ~ProcessGroup();
 
   int rank() const { return options_.rank; }
@@ -61,6 +65,8 @@ class ProcessGroup {
   std::vector<std::string> all_gather(const std::string& text);
   // Waits until every rank has called it.
   void barrier();
+  // "NCCL" or "Gloo": the backend that carries tensors on `device`.
+  std::string backend_for(c10::Device device) const;
 
  private:
   struct Backend;

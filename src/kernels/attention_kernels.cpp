@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/few_rows_linear.h"
+
 namespace saccade {
 namespace {
 
@@ -132,12 +134,15 @@ class AdditiveScoresBackward : public torch::autograd::Node {
 
 // One autograd node whose backward makes one more pass over [n, L, A] (see the header).
 torch::Tensor additive_scores(const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w) {
-  RECORD_FUNCTION("saccade::additive_scores", std::vector<c10::IValue>({q}));  // named in profiles
   const int64_t n = q.size(0), L = keys.value().size(1), A = keys.value().size(2);
-  const auto k = keys.value().narrow(0, 0, n).contiguous();  // [n, L, A]
-  const auto q_values = q.detach().contiguous();             // [n, A]
-  const auto w_values = w.detach().contiguous();             // [A]
-  auto e = torch::empty({n, L}, q.options());                // [n, L]
+  if (!takes_cpu_kernels(q, /*doubles_too=*/true) || keys.value().scalar_type() != q.scalar_type()) {
+    return torch::matmul(torch::tanh(keys.source().narrow(0, 0, n) + q.unsqueeze(1)), w);  // [n, L]
+  }
+  RECORD_FUNCTION("saccade::additive_scores", std::vector<c10::IValue>({q}));  // named in profiles
+  const auto k = keys.value().narrow(0, 0, n).contiguous();                    // [n, L, A]
+  const auto q_values = q.detach().contiguous();                               // [n, A]
+  const auto w_values = w.detach().contiguous();                               // [A]
+  auto e = torch::empty({n, L}, q.options());                                  // [n, L]
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "additive_scores", [&] {
     const scalar_t* kp = k.data_ptr<scalar_t>();
     const scalar_t* qp = q_values.data_ptr<scalar_t>();
@@ -249,6 +254,9 @@ class ExpectedValue : public torch::autograd::Function<ExpectedValue> {
 }  // namespace
 
 torch::Tensor expected_value(const torch::Tensor& alpha, const torch::Tensor& values) {
+  if (!takes_cpu_kernels(values, /*doubles_too=*/true) || alpha.scalar_type() != values.scalar_type()) {
+    return torch::matmul(alpha.unsqueeze(-2), values).squeeze(-2);  // [B, N, Dv]
+  }
   return ExpectedValue::apply(alpha, values);
 }
 

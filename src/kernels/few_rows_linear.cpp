@@ -12,6 +12,8 @@
 
 #include <algorithm>
 
+#include "device/torch_compat.h"
+
 namespace saccade {
 namespace {
 
@@ -139,9 +141,9 @@ Kernel kernel_for(FewRowsIsa isa, int64_t rows) {
 
 bool takes_fast_path(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   return !linear_needs_gradient(x, weight, bias) && x.dim() == 2 && weight.dim() == 2 && x.size(0) >= 1 &&
-         x.size(0) <= kMaxRows && x.size(1) == weight.size(1) && is_cpu_float(x) && is_cpu_float(weight) &&
-         weight.stride(1) == 1 &&
-         (!bias.defined() || (is_cpu_float(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0)));
+         x.size(0) <= kMaxRows && x.size(1) == weight.size(1) && takes_cpu_kernels(x) &&
+         takes_cpu_kernels(weight) && weight.stride(1) == 1 &&
+         (!bias.defined() || (takes_cpu_kernels(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0)));
 }
 
 }  // namespace
@@ -151,8 +153,9 @@ bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, 
          (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
 }
 
-bool is_cpu_float(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kFloat && t.device().is_cpu();
+bool takes_cpu_kernels(const torch::Tensor& t, bool doubles_too) {
+  return t.device().is_cpu() && !compat::autocast_enabled(c10::DeviceType::CPU) &&
+         (t.scalar_type() == torch::kFloat || (doubles_too && t.scalar_type() == torch::kDouble));
 }
 
 FewRowsIsa best_few_rows_isa() {

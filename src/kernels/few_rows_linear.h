@@ -30,8 +30,11 @@ inline constexpr int64_t kMaxRows = 16;
 // the hand-written kernels here and in packed_linear.h run only when it need not.
 bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
-// Whether `t` is float32 on the CPU, the only tensors those kernels take.
-bool is_cpu_float(const torch::Tensor& t);
+// Whether the hand-written CPU kernels (here, packed_linear.h, attention_kernels.h,
+// time_shared.h) may take `t`: on the CPU with CPU autocast off, and float32 (or float64 for the
+// kernels that also take it: `doubles_too`). Everything else, CUDA tensors and bf16 autocast
+// among them, goes to the plain LibTorch ops, which give the same results within tolerance.
+bool takes_cpu_kernels(const torch::Tensor& t, bool doubles_too = false);
 
 // The instruction sets the kernel is written for; none = always torch::linear.
 enum class FewRowsIsa { none, avx2, avx512 };

@@ -90,8 +90,8 @@ PanelKernel panel_kernel_for(int64_t rows) {
 }  // namespace
 
 PackedWeight::PackedWeight(const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (weight.dim() != 2 || !is_cpu_float(weight) ||
-      (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0) || !is_cpu_float(bias)))) {
+  if (weight.dim() != 2 || !takes_cpu_kernels(weight) ||
+      (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0) || !takes_cpu_kernels(bias)))) {
     throw std::invalid_argument(
         "PackedWeight expects a float32 CPU weight [N, K] and bias [N], got " + c10::str(weight.sizes()) +
         (bias.defined() ? " and " + c10::str(bias.sizes()) : ""));
@@ -116,7 +116,7 @@ bool PackedWeight::supported() {
 }
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x) const {
-  if (x.dim() != 2 || x.size(1) != in_features_ || !is_cpu_float(x)) {
+  if (x.dim() != 2 || x.size(1) != in_features_ || !takes_cpu_kernels(x)) {
     throw std::invalid_argument(
         "PackedWeight of " + std::to_string(in_features_) + " inputs got x " + c10::str(x.sizes()));
   }
@@ -188,8 +188,8 @@ torch::Tensor PackedWeights::linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   const bool packable = !linear_needs_gradient(x, weight, bias) && PackedWeight::supported() &&
                         x.dim() == 2 && weight.dim() == 2 && x.size(0) > kMaxRows &&
-                        x.size(1) == weight.size(1) && is_cpu_float(x) && is_cpu_float(weight) &&
-                        (!bias.defined() || is_cpu_float(bias));
+                        x.size(1) == weight.size(1) && takes_cpu_kernels(x) && takes_cpu_kernels(weight) &&
+                        (!bias.defined() || takes_cpu_kernels(bias));
   if (!packable) return few_rows_linear(x, weight, bias);
   const Key key{weight.data_ptr(), weight.size(0),   weight.size(1),
                 weight.stride(0),  weight.stride(1), bias.defined() ? bias.data_ptr() : nullptr};

@@ -8,6 +8,8 @@
 
 #include <map>
 
+#include "kernels/few_rows_linear.h"
+
 namespace saccade {
 namespace {
 
@@ -100,7 +102,8 @@ torch::Tensor make_token(const torch::Tensor& shared, const std::shared_ptr<torc
 
 }  // namespace
 
-TimeSharedWeight::TimeSharedWeight(const torch::Tensor& weight) : steps_(std::make_shared<Steps>()) {
+TimeSharedWeight::TimeSharedWeight(const torch::Tensor& weight)
+    : steps_(std::make_shared<Steps>()), source_(weight) {
   steps_->weight = weight.detach();
   std::shared_ptr<WeightGrad> node;
   if (torch::autograd::compute_requires_grad(weight)) {
@@ -112,6 +115,9 @@ TimeSharedWeight::TimeSharedWeight(const torch::Tensor& weight) : steps_(std::ma
 torch::Tensor TimeSharedWeight::multiply(const torch::Tensor& x, int64_t row) {
   const int64_t width = x.size(1);
   TORCH_CHECK(row >= 0 && row + width <= steps_->weight.size(0), "TimeSharedWeight: rows out of range");
+  if (!takes_cpu_kernels(x, /*doubles_too=*/true) || x.scalar_type() != source_.scalar_type()) {
+    return torch::matmul(x, source_.narrow(0, row, width));  // [n, M]
+  }
   auto y = steps_->packed.linear(x.detach(), steps_->weight.narrow(0, row, width).t());  // [n, M]
   if (torch::autograd::compute_requires_grad(x, token_)) {
     auto node = std::shared_ptr<StepGrad>(
@@ -125,7 +131,8 @@ torch::Tensor TimeSharedWeight::multiply(const torch::Tensor& x, int64_t row) {
   return y;
 }
 
-TimeSharedTensor::TimeSharedTensor(const torch::Tensor& value) : state_(std::make_shared<State>()) {
+TimeSharedTensor::TimeSharedTensor(const torch::Tensor& value)
+    : state_(std::make_shared<State>()), source_(value) {
   state_->value = value.detach();
   std::shared_ptr<TensorGrad> node;
   if (torch::autograd::compute_requires_grad(value)) {

@@ -35,7 +35,8 @@ class TimeSharedWeight {
  public:
   explicit TimeSharedWeight(const torch::Tensor& weight);
 
-  // x [n, k] -> x W[row : row + k] [n, M], differentiable in x and (deferred) in W.
+  // x [n, k] -> x W[row : row + k] [n, M], differentiable in x and (deferred) in W. Where the
+  // CPU kernels do not take x and W (takes_cpu_kernels), a plain product with plain autograd.
   torch::Tensor multiply(const torch::Tensor& x, int64_t row = 0);
 
   // What the backward nodes share: W, the inputs x_t and, during backward, the g_t.
@@ -49,6 +50,7 @@ class TimeSharedWeight {
 
  private:
   std::shared_ptr<Steps> steps_;
+  torch::Tensor source_;  // W as given, with its history
   torch::Tensor token_;   // [0]
   PackedWeights packed_;  // W's blocks packed for products of many rows; W is detached and fixed
 };
@@ -61,6 +63,8 @@ class TimeSharedTensor {
 
   // The tensor, detached: steps read it without recording autograd history.
   const torch::Tensor& value() const { return state_->value; }
+  // The tensor as given, with its history: what steps read where the CPU kernels do not run.
+  const torch::Tensor& source() const { return source_; }
   // [0]; requires grad when the value does. A step node that uses value() takes an edge to it.
   const torch::Tensor& token() const { return token_; }
   // The gradient of value()[:n], for a step's backward to add into (zeros when first used).
@@ -73,6 +77,7 @@ class TimeSharedTensor {
 
  private:
   std::shared_ptr<State> state_;
+  torch::Tensor source_;
   torch::Tensor token_;  // [0]
 };
 

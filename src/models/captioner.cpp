@@ -8,7 +8,11 @@ CaptionerImpl::CaptionerImpl(Encoder encoder_module, AttentionLSTMDecoder decode
       decoder(register_module("decoder", std::move(decoder_module))) {}
 
 torch::Tensor CaptionerImpl::encode(const torch::Tensor& images) {
-  return encoder->forward(images);  // [B, L, D]
+  return encoder->forward(images.to(device(), /*non_blocking=*/true));  // [B, L, D]
+}
+
+torch::Device CaptionerImpl::device() const {
+  return decoder->parameters().front().device();
 }
 
 DecoderOutput CaptionerImpl::forward(

@@ -20,8 +20,11 @@ class CaptionerImpl : public torch::nn::Module {
  public:
   CaptionerImpl(Encoder encoder, AttentionLSTMDecoder decoder);
 
-  // Normalized images [B, 3, H, W] -> annotations [B, L, D].
+  // Normalized images [B, 3, H, W] (on any device) -> annotations [B, L, D] on device().
   torch::Tensor encode(const torch::Tensor& images);
+
+  // Where the parameters are (Placement::device once the caller has moved the model there).
+  torch::Device device() const;
 
   // Teacher-forced pass: images [B, 3, H, W], tokens [B, T] (<start> w1 .. wn, padded), lengths
   // [B] (steps per caption) -> logits [B, T, V], alphas, gates (see DecoderOutput).

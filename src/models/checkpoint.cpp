@@ -30,6 +30,8 @@ Json state_to_json(const TrainState& state) {
   json.set("epochs_without_improvement", Json(state.epochs_without_improvement));
   json.set("plateau_epochs", Json(state.plateau_epochs));
   json.set("reinforce_baseline", Json::number_or_null(state.reinforce_baseline));
+  json.set("loss_scale", Json::number_or_null(state.loss_scale));
+  json.set("loss_scale_good_steps", Json(state.loss_scale_good_steps));
   return json;
 }
 
@@ -46,6 +48,9 @@ TrainState state_from_json(const Json& json) {
   // Absent from checkpoints of soft-attention runs written before hard attention existed.
   if (const Json* baseline = json.find("reinforce_baseline"); baseline && !baseline->is_null())
     state.reinforce_baseline = baseline->as_double();
+  if (const Json* scale = json.find("loss_scale"); scale && !scale->is_null())
+    state.loss_scale = scale->as_double();
+  if (const Json* good = json.find("loss_scale_good_steps")) state.loss_scale_good_steps = good->as_int64();
   return state;
 }
 
@@ -67,7 +72,8 @@ bool operator==(const TrainState& a, const TrainState& b) {
   return a.epoch == b.epoch && a.step == b.step && a.learning_rate == b.learning_rate &&
          a.encoder_learning_rate == b.encoder_learning_rate && a.best_metric == b.best_metric &&
          a.best_epoch == b.best_epoch && a.epochs_without_improvement == b.epochs_without_improvement &&
-         a.plateau_epochs == b.plateau_epochs && a.reinforce_baseline == b.reinforce_baseline;
+         a.plateau_epochs == b.plateau_epochs && a.reinforce_baseline == b.reinforce_baseline &&
+         a.loss_scale == b.loss_scale && a.loss_scale_good_steps == b.loss_scale_good_steps;
 }
 
 void save_checkpoint(
@@ -112,7 +118,10 @@ TrainState load_checkpoint(
   LoadStateDictOptions options;
   options.destination = "the model of checkpoint " + dir.string();
   load_state_dict(model, SafetensorsReader(files.model()), options);
-  if (optimizer != nullptr) torch::load(*optimizer, files.optimizer().string());
+  // The optimizer's moments go where the parameters are.
+  const auto parameters = model.parameters();
+  const torch::Device device = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
+  if (optimizer != nullptr) torch::load(*optimizer, files.optimizer().string(), device);
   return state_from_json(read_json_file(files.state()));
 }
 

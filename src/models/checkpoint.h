@@ -35,6 +35,8 @@ struct TrainState {
   int64_t epochs_without_improvement = 0;    // for early stopping and reduce-on-plateau
   int64_t plateau_epochs = 0;                // epochs since the learning rate was last reduced on plateau
   std::optional<double> reinforce_baseline;  // hard attention: the moving average of log p(y | s, a)
+  std::optional<double> loss_scale;          // runtime.precision=fp16: the gradient scaler's scale
+  int64_t loss_scale_good_steps = 0;         // and its steps without overflow since it last changed
 };
 
 bool operator==(const TrainState& a, const TrainState& b);
@@ -62,7 +64,8 @@ void save_checkpoint(
 // complete checkpoint (with a hint when the run never finished an epoch).
 void check_checkpoint(const std::filesystem::path& dir);
 
-// Loads the weights into `model` (every key must match), and the optimizer state when given.
+// Loads the weights into `model` (every key must match, on whatever device the model is), and the
+// optimizer state when given, onto the model's device.
 TrainState load_checkpoint(
     const std::filesystem::path& dir, torch::nn::Module& model, torch::optim::Optimizer* optimizer);
 

@@ -56,11 +56,17 @@ torch::Tensor TorchScriptEncoderImpl::run_block(size_t index, const torch::Tenso
   return run_module(x);  // [B, D, H', W']
 }
 
+void TorchScriptEncoderImpl::to(torch::Device device, bool non_blocking) {
+  EncoderImpl::to(device, non_blocking);
+  module_.to(device, non_blocking);
+  device_ = device;
+}
+
 std::array<int64_t, 2> TorchScriptEncoderImpl::native_grid_size(int64_t height, int64_t width) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = grid_sizes_.find({height, width});
   if (it != grid_sizes_.end()) return it->second;
-  const torch::Tensor grid = run_module(torch::zeros({1, 3, height, width}));  // [1, D, H', W']
+  const torch::Tensor grid = run_module(torch::zeros({1, 3, height, width}, device_));  // [1, D, H', W']
   return grid_sizes_[{height, width}] = {grid.size(2), grid.size(3)};
 }
 

@@ -6,7 +6,7 @@
 // [B, D, H', W']. It is loaded once, kept in eval mode and run under no-grad (TorchScript
 // encoders are frozen); a zero image of `probe_size` is run at build time to learn D and to
 // fail early on a module of the wrong kind. Grid sizes for other input sizes are probed once
-// each and cached. The module stays on the CPU.
+// each and cached. The module moves with the encoder (to(device)).
 #pragma once
 
 #include <torch/csrc/jit/api/module.h>
@@ -25,6 +25,9 @@ class TorchScriptEncoderImpl : public EncoderImpl {
   // cannot be loaded, std::invalid_argument when the module does not return a 4-D grid.
   explicit TorchScriptEncoderImpl(const EncoderOptions& options);
   int64_t annotation_dim() const override { return dim_; }
+  // The TorchScript module is no registered submodule: it is moved here, with the encoder.
+  using EncoderImpl::to;
+  void to(torch::Device device, bool non_blocking = false) override;
 
  protected:
   size_t block_count() const override { return 1; }
@@ -39,6 +42,7 @@ class TorchScriptEncoderImpl : public EncoderImpl {
   std::string path_;
   mutable torch::jit::Module module_;  // jit::Module::forward is not const
   int64_t dim_ = 0;
+  torch::Device device_ = torch::kCPU;  // where the module is, and so where probe images go
   mutable std::mutex mutex_;
   mutable std::map<std::pair<int64_t, int64_t>, std::array<int64_t, 2>> grid_sizes_;
 };

@@ -32,19 +32,30 @@ std::string to_string(HardReward reward) {
   return kHardRewardNames.name(reward);
 }
 
+namespace {
+
+// The objective is computed in float or double whatever precision the forward pass ran in
+// (autocast's bf16 or fp16 logits and attention).
+torch::Tensor at_least_float(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kHalf || t.scalar_type() == torch::kBFloat16 ? t.to(torch::kFloat) : t;
+}
+
+}  // namespace
+
 torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps) {
   const auto positions = torch::arange(steps, lengths.options()).unsqueeze(0);  // [1, T]
   return (positions < lengths.unsqueeze(1)).to(torch::kFloat);                  // [B, T]
 }
 
 SoftAttentionLoss soft_attention_loss(
-    const torch::Tensor& logits,
+    const torch::Tensor& forward_logits,
     const torch::Tensor& targets,
     const torch::Tensor& lengths,
-    const torch::Tensor& alphas,
+    const torch::Tensor& forward_alphas,
     double alpha_reg_weight,
     XentReduction reduction) {
-  TORCH_CHECK(logits.dim() == 3, "logits must be [B, T, V]");
+  TORCH_CHECK(forward_logits.dim() == 3, "logits must be [B, T, V]");
+  const auto logits = at_least_float(forward_logits), alphas = at_least_float(forward_alphas);
   const int64_t batch = logits.size(0);
   const int64_t steps = logits.size(1);
   const auto mask = step_mask(lengths, steps).to(logits.dtype());  // [B, T]
@@ -79,13 +90,15 @@ SoftAttentionLoss soft_attention_loss(
 
 HardAttentionTerms hard_attention_terms(
     const torch::Tensor& caption_log_likelihood,
-    const torch::Tensor& alphas,
-    const torch::Tensor& weights,
+    const torch::Tensor& forward_alphas,
+    const torch::Tensor& forward_weights,
     const torch::Tensor& expectation_rows,
     const torch::Tensor& lengths,
     std::optional<double> baseline,
     const HardAttentionOptions& options) {
-  TORCH_CHECK(alphas.sizes() == weights.sizes(), "alphas and weights must have the same shape");
+  TORCH_CHECK(
+      forward_alphas.sizes() == forward_weights.sizes(), "alphas and weights must have the same shape");
+  const auto alphas = at_least_float(forward_alphas), weights = at_least_float(forward_weights);
   const int64_t batch = alphas.size(0), steps = alphas.size(1);
   auto mask = step_mask(lengths, steps).to(alphas.dtype());  // [B, T]
   for (int64_t d = 2; d < alphas.dim(); ++d) mask = mask.unsqueeze(-1);
@@ -95,9 +108,10 @@ HardAttentionTerms hard_attention_terms(
 
   HardAttentionTerms terms;
   terms.entropy = -masked_sum(alphas * log_alpha).mean();  // H[alpha] summed over steps
-  const auto sampled = expectation_rows.defined() ? expectation_rows.logical_not()
-                                                  : torch::ones({batch}, torch::kBool);  // [B]
-  auto reward = caption_log_likelihood.detach().to(torch::kDouble);                      // [B]
+  const auto sampled = expectation_rows.defined()
+                           ? expectation_rows.logical_not()
+                           : torch::ones({batch}, alphas.options().dtype(torch::kBool));
+  auto reward = caption_log_likelihood.detach().to(torch::kDouble);  // [B]
   if (options.reward == HardReward::per_word) reward = reward / lengths.to(torch::kDouble).clamp_min(1);
   const int64_t samples = sampled.sum().item<int64_t>();
   terms.sampled_captions = samples;

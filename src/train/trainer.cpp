@@ -75,7 +75,7 @@ std::string parameter_digest(const torch::nn::Module& module) {
   auto tensors = module.parameters();
   for (const auto& buffer : module.buffers()) tensors.push_back(buffer);
   for (const auto& parameter : tensors) {
-    const auto values = parameter.detach().contiguous();
+    const auto values = parameter.detach().cpu().contiguous();
     const auto* bytes = static_cast<const unsigned char*>(values.data_ptr());
     for (size_t i = 0; i < values.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
   }
@@ -153,12 +153,16 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
 
   torch::manual_seed(options_.seed);
   model_ = build_captioner(setup_.encoder, setup_.decoder, vocabulary_.size());
+  model_->to(setup_.placement.device);  // parameters are initialized on the CPU, the same everywhere
   optimizer_ = make_optimizer(*model_, options_, setup_.encoder.weights.has_value());
+  scaler_ = GradScaler(setup_.placement.precision == Precision::fp16);
   state_.learning_rate = options_.learning_rate;
   state_.encoder_learning_rate = options_.encoder_learning_rate;
   if (options_.resume) {
     state_ = load_checkpoint(resume_dir, *model_, optimizer_.get());
     set_learning_rates(*optimizer_, state_);
+    if (scaler_.enabled() && state_.loss_scale)
+      scaler_.set_state({*state_.loss_scale, state_.loss_scale_good_steps});
     log::info() << "Resuming " << options_.resume->string() << " after epoch " << state_.epoch << " (step "
                 << state_.step << ")";
   }
@@ -195,7 +199,7 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
     events->add_text("config", config_markdown(setup_.config_yaml), state_.step);
   log::info() << "Training on " << train_set_->size() << " captions of " << data_.train.images.size()
               << " images; validating on " << val_set_->size() << " images; vocabulary " << vocabulary_.size()
-              << " words; " << parameter_count(*model_) << " parameters";
+              << " words; " << parameter_count(*model_) << " parameters; on " << describe(setup_.placement);
 }
 
 Trainer::~Trainer() = default;
@@ -249,34 +253,46 @@ void Trainer::train_epoch(int64_t epoch) {
 }
 
 Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
+  const auto device = setup_.placement.device;
+  const auto tokens = batch.tokens.to(device, /*non_blocking=*/true);
   // Inputs are <start> w1 .. wn, targets w1 .. wn <end>: the same row shifted by one.
-  const auto inputs = batch.tokens.slice(1, 0, -1);                                             // [B, T-1]
-  const auto targets = batch.tokens.slice(1, 1);                                                // [B, T-1]
-  const auto steps = batch.lengths - 1;                                                         // [B]
-  const auto annotations = annotations_of(*model_, batch, *train_set_, train_features_.get());  // [B, L, D]
-  const DecoderOutput output = model_->decoder->forward(annotations, inputs, steps);
-  const SoftAttentionLoss loss = soft_attention_loss(
-      output.logits, targets, steps, output.alphas, options_.alpha_reg, options_.xent_reduction);
-  torch::Tensor total = loss.total;
+  const auto inputs = tokens.slice(1, 0, -1);                              // [B, T-1]
+  const auto targets = tokens.slice(1, 1);                                 // [B, T-1]
+  const auto steps = batch.lengths.to(device, /*non_blocking=*/true) - 1;  // [B]
+  std::optional<SoftAttentionLoss> loss;
   std::optional<HardAttentionTerms> hard;
-  if (output.weights.defined()) {
-    hard = hard_attention_terms(
-        -loss.caption_nll, output.alphas, output.weights, output.expectation_rows, steps,
-        state_.reinforce_baseline, options_.hard);
-    total = total + hard->loss;
+  {
+    const Autocast autocast(setup_.placement);  // the forward pass and the objective; backward outside
+    const auto annotations = annotations_of(*model_, batch, *train_set_, train_features_.get());  // [B, L, D]
+    const DecoderOutput output = model_->decoder->forward(annotations, inputs, steps);
+    loss = soft_attention_loss(
+        output.logits, targets, steps, output.alphas, options_.alpha_reg, options_.xent_reduction);
+    if (output.weights.defined()) {
+      hard = hard_attention_terms(
+          -loss->caption_nll, output.alphas, output.weights, output.expectation_rows, steps,
+          state_.reinforce_baseline, options_.hard);
+    }
   }
+  torch::Tensor total = hard ? loss->total + hard->loss : loss->total;
   StepLog logged;
   logged.images = batch.size();
-  logged.terms = {{"xent", loss.xent}, {"alpha_reg", loss.alpha_reg}};
+  logged.terms = {{"xent", loss->xent}, {"alpha_reg", loss->alpha_reg}};
   if (hard) {
     logged.terms["reinforce"] = hard->reinforce;
     logged.terms["attention_entropy"] = hard->entropy;
   }
   std::optional<double> reward = hard ? hard->reward : std::nullopt;
   if (ranks() > 1) {
-    total = share_of_batch(batch.size(), loss, hard, logged, reward);
+    total = share_of_batch(batch.size(), *loss, hard, logged, reward);
   } else {
     logged.loss = total.item<double>();
+  }
+  if (!std::isfinite(logged.loss) && scaler_.skip_overflowed_loss()) {
+    log::debug() << "step " << state_.step + 1 << " skipped: the fp16 loss overflowed at loss scale "
+                 << scaler_.state().scale;
+    scaler_.update();
+    ++state_.step;
+    return logged;
   }
   if (!std::isfinite(logged.loss)) {
     throw std::runtime_error(
@@ -287,10 +303,17 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
         "). HINT: lower train.lr or set train.grad_clip");
   }
   optimizer_->zero_grad();
-  total.backward();
+  scaler_.scale(total).backward();
   if (ranks() > 1) sum_gradients(*setup_.group, model_->parameters());
-  if (options_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.grad_clip);
-  optimizer_->step();
+  // Every rank holds the same summed gradients, so every rank skips the same overflowing steps.
+  if (scaler_.unscale(model_->parameters())) {
+    if (options_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model_->parameters(), options_.grad_clip);
+    optimizer_->step();
+  } else {
+    log::debug() << "step " << state_.step + 1 << " skipped: fp16 gradients overflowed at loss scale "
+                 << scaler_.state().scale;
+  }
+  scaler_.update();
   if (reward) {
     const double decay = options_.hard.baseline_decay;
     state_.reinforce_baseline =
@@ -324,9 +347,10 @@ torch::Tensor Trainer::share_of_batch(
   auto total = xent_share * loss.xent + caption_share * loss.alpha_reg;
   if (hard) total = total + caption_share * hard->loss;
   // The whole batch's terms, for the log and the NaN check: the sum of the ranks' shares.
-  std::vector<torch::Tensor> terms = {total.detach().to(torch::kDouble).reshape({1})};
+  // On the CPU: a few numbers go through the CPU's process group, whatever the device.
+  std::vector<torch::Tensor> terms = {total.detach().to(torch::kCPU, torch::kDouble).reshape({1})};
   for (auto& [name, value] : logged.terms) {
-    value = (name == "xent" ? xent_share : caption_share) * value.detach().to(torch::kDouble);
+    value = (name == "xent" ? xent_share : caption_share) * value.detach().to(torch::kCPU, torch::kDouble);
     terms.push_back(value.reshape({1}));
   }
   auto summed = torch::cat(terms);
@@ -346,6 +370,7 @@ bool Trainer::end_epoch(int64_t epoch) {
   decode.max_images = options_.val_max_images;
   decode.features = val_features_.get();
   decode.group = setup_.group;
+  decode.precision = setup_.placement.precision;
   if (ranks() > 1) {
     // BatchNorm statistics that trained follow each rank's part of the batches: every rank
     // validates with rank 0's, the ones the checkpoint keeps.
@@ -394,6 +419,10 @@ bool Trainer::end_epoch(int64_t epoch) {
   }
 
   if (ranks() > 1) log::info() << "epoch " << epoch << " parameters " << parameter_digest(*model_);
+  if (scaler_.enabled()) {
+    state_.loss_scale = scaler_.state().scale;
+    state_.loss_scale_good_steps = scaler_.state().good_steps;
+  }
   if (rank() == 0) {
     const auto checkpoints = setup_.run_dir / "checkpoints";
     save_checkpoint(checkpoints / "last", *model_, *optimizer_, state_, vocabulary_, setup_.config_yaml);

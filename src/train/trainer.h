@@ -10,7 +10,8 @@
 //   set-up (the constructor)  data, vocabulary, model, optimizer, resume, feature caches, loaders
 //   step()                    one optimizer step: teacher-forced forward, the objective
 //                             (objectives.h; hard attention adds the REINFORCE terms and updates
-//                             their baseline), backward, gradient clipping, the update
+//                             their baseline), backward, gradient clipping, the update (skipped
+//                             when fp16 gradients overflow)
 //   end_epoch()               greedy decoding of the validation images scored with
 //                             BLEU/ROUGE-L/CIDEr-D; the learning-rate schedule; checkpoints/last
 //                             always, checkpoints/best when the chosen metric improved; early
@@ -40,6 +41,8 @@
 #include "data/loader.h"
 #include "data/prepare.h"
 #include "decode/search.h"
+#include "device/grad_scaler.h"
+#include "device/placement.h"
 #include "dist/process_group.h"
 #include "eval/caption_scores.h"
 #include "io/run_log.h"
@@ -68,6 +71,9 @@ struct TrainerSetup {
   // summed over the ranks with each rank's loss weighted by its share of the batch, so every rank
   // takes the same step; validation is shared out and gathered; only the main rank writes files.
   ProcessGroup* group = nullptr;
+  // Where the model trains and in which precision: batches move to the device; the forward pass
+  // and the objective run under autocast; fp16 scales the loss (device/grad_scaler.h).
+  Placement placement;
 };
 
 struct TrainResult {
@@ -140,6 +146,7 @@ class Trainer {
   std::unique_ptr<FeatureCache> train_features_, val_features_;
   std::unique_ptr<Loader> train_loader_, val_loader_;
   std::unique_ptr<CaptionSearch> validation_search_;
+  GradScaler scaler_{false};
 };
 
 }  // namespace saccade

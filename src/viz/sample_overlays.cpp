@@ -49,7 +49,8 @@ std::vector<SampleOverlay> write_sample_overlays(
     const ImageOptions& image,
     const SearchOptions& search,
     const VizOptions& viz,
-    const std::filesystem::path& out_dir) {
+    const std::filesystem::path& out_dir,
+    Precision precision) {
   validate(viz);
   std::filesystem::create_directories(out_dir);
   const int64_t total = std::min(count, dataset.size());
@@ -61,7 +62,7 @@ std::vector<SampleOverlay> write_sample_overlays(
       samples.push_back(dataset.get(i));
       crops.push_back(samples.back().image);
     }
-    const auto captions = caption_images(model, torch::stack(crops), image, search);  // B captions
+    const auto captions = caption_images(model, torch::stack(crops), image, search, precision);  // B captions
     for (size_t b = 0; b < samples.size(); ++b) {
       SampleOverlay overlay;
       overlay.image_id = samples[b].image_id;

@@ -19,6 +19,7 @@
 #include "data/image_pipeline.h"
 #include "data/vocabulary.h"
 #include "decode/search.h"
+#include "device/placement.h"
 #include "models/captioner.h"
 #include "viz/attention_overlay.h"
 
@@ -49,9 +50,9 @@ struct SampleOverlay {
 inline constexpr const char* kSamplesIndex = "samples.json";
 
 // Captions the first `count` samples of `dataset` (one sample per image: a val/test
-// CaptionDataset, or a SubsetDataset of one) with `search` and writes each figure, with the generated
-// caption and the references as notes, to out_dir/<position, 3 digits>_<image id>.png (characters other than
-// letters, digits, '-', '_' and '.' in the id become '_') and their index to out_dir/samples.json.
+// CaptionDataset, or a SubsetDataset of one) with `search` in `precision` and writes each figure, with the
+// generated caption and the references as notes, to out_dir/<position, 3 digits>_<image id>.png (characters
+// other than letters, digits, '-', '_' and '.' in the id become '_') and their index to out_dir/samples.json.
 // Creates out_dir. Returns what was written, in dataset order. Throws std::runtime_error when a
 // file cannot be written.
 std::vector<SampleOverlay> write_sample_overlays(
@@ -62,6 +63,7 @@ std::vector<SampleOverlay> write_sample_overlays(
     const ImageOptions& image,
     const SearchOptions& search,
     const VizOptions& viz,
-    const std::filesystem::path& out_dir);
+    const std::filesystem::path& out_dir,
+    Precision precision = Precision::fp32);
 
 }  // namespace saccade

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "io/metrics_csv.h"
@@ -191,6 +192,43 @@ TEST(Train, BadTrainOptionIsConfigError) {
       result.err.find("train.optimizer: Unknown optimizer 'sgd'; expected adam or rmsprop"),
       std::string::npos)
       << result.err;
+}
+
+// bf16 autocast on the CPU: the plain LibTorch ops run in bf16 instead of the float kernels, so
+// the losses differ from fp32's, but only by bf16's rounding.
+TEST(Train, Bf16AutocastOnTheCpuTrainsCloseToFp32) {
+  TempDir fp32, bf16;
+  ASSERT_EQ(train_smoke(fp32.path(), {"train.epochs=1"}).exit_code, 0);
+  const auto result = train_smoke(bf16.path(), {"train.epochs=1", "runtime.precision=bf16"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(read_file(only_run(bf16.path()) / "train.log").find("on cpu, bf16 autocast"), std::string::npos);
+  std::vector<double> expected, actual;
+  for (const auto& row : read_metrics(only_run(fp32.path())))
+    if (row.at("kind") == "train") expected.push_back(std::stod(row.at("loss")));
+  for (const auto& row : read_metrics(only_run(bf16.path())))
+    if (row.at("kind") == "train") actual.push_back(std::stod(row.at("loss")));
+  ASSERT_EQ(actual.size(), expected.size());
+  ASSERT_FALSE(actual.empty());
+  EXPECT_NE(actual, expected);
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], 0.01 * expected[i]) << i;
+}
+
+// A device or precision that cannot run is one line naming the key and value, before any file of
+// the run is written.
+TEST(Train, DevicesAndPrecisionsThatCannotRunAreRefusedBeforeAnyFileIsWritten) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"runtime.device=cuda:999"}, "runtime.device=cuda:999: "},
+      {{"runtime.device=tpu"}, "runtime.device: expected auto, cpu, cuda or cuda:N, got 'tpu'"},
+      {{"runtime.device=cpu", "runtime.precision=fp16"},
+       "runtime.precision=fp16: half-precision autocast needs a CUDA device"}};
+  for (const auto& [overrides, message] : cases) {
+    TempDir work;
+    const auto result = train_smoke(work.path(), overrides);
+    EXPECT_EQ(result.exit_code, 2) << message;
+    EXPECT_EQ(result.err.rfind("saccade: error: " + message, 0), 0u) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(work / "experiments")) << message;
+  }
 }
 
 TEST(Train, FrozenEncoderTrainsFromExtractedFeatures) {

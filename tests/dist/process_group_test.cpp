@@ -22,6 +22,7 @@ DistOptions rank_of_two(int rank, int port, int timeout_s = 20) {
   options.rank = rank;
   options.world_size = 2;
   options.local_rank = rank;
+  options.local_world_size = 2;
   options.master_port = port;
   options.timeout = std::chrono::seconds(timeout_s);
   return options;
@@ -56,6 +57,21 @@ TEST(ProcessGroup, BroadcastSumsAndGathersAcrossTwoRanks) {
   });
 }
 
+TEST(ProcessGroup, RanksOnDifferentKindsOfDeviceAreRefused) {
+  const int port = free_port();
+  const auto join = [&](int rank, c10::Device device) {
+    return testing::message_of<std::runtime_error>(
+        [&] { ProcessGroup group(rank_of_two(rank, port), device); });
+  };
+  auto other = std::async(std::launch::async, join, 1, c10::Device(c10::DeviceType::CUDA, 0));
+  const std::string message = join(0, c10::Device(c10::DeviceType::CPU));
+  EXPECT_EQ(
+      message,
+      "rank 1 computes on cuda and rank 0 on cpu: every rank needs the same kind of device (runtime.device, "
+      "and a GPU for each worker)");
+  EXPECT_EQ(other.get(), message);
+}
+
 TEST(ProcessGroup, AWorldOfOneNeedsNoPeers) {
   ProcessGroup group(DistOptions{});
   auto values = torch::tensor({1.5, -2.0});
@@ -84,34 +100,35 @@ TEST(ProcessGroup, JobVariablesAreReadAndChecked) {
   setenv("WORLD_SIZE", "4", 1);
   setenv("RANK", "3", 1);
   setenv("LOCAL_RANK", "1", 1);
+  setenv("LOCAL_WORLD_SIZE", "2", 1);
   setenv("MASTER_ADDR", "node7", 1);
   setenv("MASTER_PORT", "29511", 1);
   const DistOptions options = dist_options_from_environment(9);
   EXPECT_EQ(options.world_size, 4);
   EXPECT_EQ(options.rank, 3);
   EXPECT_EQ(options.local_rank, 1);
+  EXPECT_EQ(options.local_world_size, 2);
   EXPECT_EQ(options.master_addr, "node7");
   EXPECT_EQ(options.master_port, 29511);
   EXPECT_EQ(options.timeout, std::chrono::seconds(9));
   EXPECT_NO_THROW(validate(options));
+  const auto refusal = [] {
+    return testing::message_of<std::invalid_argument>([] { validate(dist_options_from_environment(9)); });
+  };
+  setenv("LOCAL_WORLD_SIZE", "1", 1);
+  EXPECT_EQ(refusal(), "LOCAL_RANK must be in [0, LOCAL_WORLD_SIZE) = [0, 1), got 1");
+  setenv("LOCAL_WORLD_SIZE", "2", 1);
   setenv("RANK", "4", 1);
-  try {
-    validate(dist_options_from_environment(9));
-    FAIL() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& error) {
-    EXPECT_EQ(std::string(error.what()), "RANK must be in [0, WORLD_SIZE) = [0, 4), got 4");
-  }
+  EXPECT_EQ(refusal(), "RANK must be in [0, WORLD_SIZE) = [0, 4), got 4");
   setenv("WORLD_SIZE", "two", 1);
-  try {
-    dist_options_from_environment(9);
-    FAIL() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& error) {
-    EXPECT_EQ(std::string(error.what()), "WORLD_SIZE='two' is not an integer");
-  }
-  for (const char* name : {"WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(name);
+  EXPECT_EQ(refusal(), "WORLD_SIZE='two' is not an integer");
+  for (const char* name :
+       {"WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
+    unsetenv(name);
   const DistOptions single = dist_options_from_environment(300);
   EXPECT_EQ(single.world_size, 1);
   EXPECT_EQ(single.rank, 0);
+  EXPECT_EQ(single.local_world_size, 1);
 }
 
 }  // namespace

@@ -41,6 +41,8 @@ TEST(Checkpoint, RoundTripsWeightsOptimizerAndState) {
   state.best_epoch = 2;
   state.epochs_without_improvement = 1;
   state.reinforce_baseline = -12.345678901234567;
+  state.loss_scale = 16384.0;
+  state.loss_scale_good_steps = 17;
   const Vocabulary vocabulary({"red", "circle"});
   save_checkpoint(dir / "last", model, optimizer, state, vocabulary, "seed: 1\n");
 
