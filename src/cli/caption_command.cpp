@@ -112,6 +112,7 @@ int run_caption(const Job& job) {
   TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);
+  torch::manual_seed(static_cast<uint64_t>(run.config.get<int64_t>("seed")));  // decode.method=sample repeats
   const std::filesystem::path out_dir = invocation.flag("--out", (run_dir / "captions").string());
   std::filesystem::create_directories(out_dir);
 
@@ -166,6 +167,7 @@ int run_visualize(const Job& job) {
   TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);
+  torch::manual_seed(static_cast<uint64_t>(run.config.get<int64_t>("seed")));  // decode.method=sample repeats
 
   const PreparedDataset data = ensure_prepared(run.dataset, {split});
   const auto images = make_caption_dataset(data.split(split), run.vocabulary, run.dataset.vocabulary);

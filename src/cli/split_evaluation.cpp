@@ -28,6 +28,7 @@ EvaluatedSplit evaluate_split(
   options.features = features;
   options.group = group;
   options.precision = run.placement.precision;
+  options.seed = static_cast<uint64_t>(run.config.get<int64_t>("seed"));
   if (run.dataset.kind == "shapes") options.shapes_world = &run.dataset;
   EvaluatedSplit evaluated;
   evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);

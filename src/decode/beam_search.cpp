@@ -163,8 +163,7 @@ std::vector<DecodedCaption> beam_search(
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
     auto log_probs = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B*K, V]
-    if (options.block_unk) log_probs.select(1, options.unk_id).fill_(kNegInf);
-    if (t < options.min_length) log_probs.select(1, options.end_id).fill_(kNegInf);
+    forbid_words(log_probs, t, options);
     const auto candidates =
         (scores.reshape({batch * beam, 1}) + log_probs).reshape({batch, beam * vocab});  // [B, K*V]
     auto [top_scores, top_index] = candidates.topk(beam, 1);                             // [B, K], [B, K]

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 
+#include "data/rng.h"
 #include "decode/shapes_evaluator.h"
 #include "io/json.h"
 
@@ -106,6 +107,7 @@ DecodedSplit decode_split(
       position += batch->size();
       continue;
     }
+    torch::manual_seed(mix_seed({options.seed, static_cast<uint64_t>(number)}));
     const int64_t height = batch->images.size(2), width = batch->images.size(3);
     const auto grid = model.encoder->grid_size(height, width);
     const auto captions =

@@ -48,6 +48,9 @@ struct DecodeSplitOptions {
   // The encoder and decoder run under autocast in this precision (runtime.precision), on the
   // model's device.
   Precision precision = Precision::fp32;
+  // Sampled searches draw batch n's words after seeding LibTorch's generator from (seed, n): a
+  // decode repeats, and is the same whichever rank decodes the batch.
+  uint64_t seed = 0;
 };
 
 struct DecodedSplit {

@@ -5,57 +5,35 @@
 #include <c10/core/InferenceMode.h>
 
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <sstream>
 #include <stdexcept>
+#include <tuple>
 
+#include "base/enum_names.h"
 #include "config/config.h"
 
 namespace saccade {
 
-SearchOptions search_options_from(const Config& config) {
-  SearchOptions options;
-  options.beam_size = config.get<int64_t>("decode.beam_size");
-  options.max_length = config.get<int64_t>("decode.max_length");
-  options.min_length = config.get<int64_t>("decode.min_length");
-  options.length_penalty = config.get<double>("decode.length_penalty");
-  options.block_unk = config.get<bool>("decode.block_unk");
-  options.hard_read = config.get_parsed("decode.hard_read", parse_hard_read);
-  return options;
-}
+namespace {
 
-void validate(const SearchOptions& options) {
-  auto require = [](bool ok, const std::string& message) {
-    if (!ok) throw std::invalid_argument(message);
-  };
-  require(options.beam_size >= 1, "decode.beam_size must be >= 1, got " + std::to_string(options.beam_size));
-  require(
-      options.max_length >= 1, "decode.max_length must be >= 1, got " + std::to_string(options.max_length));
-  require(
-      options.min_length >= 0 && options.min_length <= options.max_length,
-      "decode.min_length must be in [0, decode.max_length], got " + std::to_string(options.min_length));
-  require(
-      std::isfinite(options.length_penalty) && options.length_penalty >= 0,
-      "decode.length_penalty must be a finite number >= 0");
-  require(
-      options.start_id >= 0 && options.end_id >= 0 && options.unk_id >= 0 &&
-          options.start_id != options.end_id,
-      "The <start> and <end> ids must be distinct and >= 0");
-  require(
-      options.unk_id != options.start_id && options.unk_id != options.end_id,
-      "The <unk> id must differ from the <start> and <end> ids");
-}
+const EnumNames<SearchMethod> kSearchMethodNames(
+    "decode method",
+    {{SearchMethod::greedy, "greedy"}, {SearchMethod::beam, "beam"}, {SearchMethod::sample, "sample"}});
 
-bool greedy_suffices(const SearchOptions& options) {
-  return options.beam_size == 1 && options.min_length == 0 && !options.block_unk;
-}
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-std::vector<DecodedCaption> greedy_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
-  validate(options);
-  if (!greedy_suffices(options)) {
-    throw std::invalid_argument(
-        "Greedy search cannot honour decode.beam_size > 1, decode.min_length or decode.block_unk; "
-        "make_caption_search chooses beam search for them");
-  }
+// Picks every row's word from the log-probabilities of the words allowed [B, V] (the others -inf).
+using WordChoice = std::function<torch::Tensor(const torch::Tensor& log_probs)>;
+
+// Greedy and sampled search share everything but the choice of each word: one decoder step per
+// word for all rows, until every row has emitted <end> or max_length words.
+std::vector<DecodedCaption> word_by_word(
+    AttentionLSTMDecoderImpl& decoder,
+    const torch::Tensor& annotations,
+    const SearchOptions& options,
+    const WordChoice& choose) {
   c10::InferenceMode inference;
   EvalModeGuard eval_mode(decoder);
 
@@ -69,9 +47,11 @@ std::vector<DecodedCaption> greedy_search(
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
     const auto scores = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B, V]
-    auto [best, word] = scores.max(1);                                         // [B], [B]
+    auto allowed = scores.clone();
+    forbid_words(allowed, t, options);
+    const auto word = choose(allowed);  // [B]
     words.push_back(word);
-    log_probs.push_back(best);
+    log_probs.push_back(scores.gather(1, word.unsqueeze(1)).squeeze(1));
     alphas.push_back(step.alpha);
     finished = finished | (word == options.end_id);
     if (finished.all().item<bool>()) break;
@@ -107,6 +87,111 @@ std::vector<DecodedCaption> greedy_search(
   return captions;
 }
 
+// Step t's words drawn from the allowed words' distribution as `options` reshapes it (search.h).
+torch::Tensor sampled_words(const torch::Tensor& log_probs, const SearchOptions& options) {
+  auto logits = log_probs / options.temperature;  // [B, V]
+  const int64_t vocab = logits.size(1);
+  if (options.top_k > 0 && options.top_k < vocab) {
+    const auto kth = std::get<0>(logits.topk(options.top_k, 1)).narrow(1, options.top_k - 1, 1);  // [B, 1]
+    logits.masked_fill_(logits < kth, kNegInf);
+  }
+  if (options.top_p < 1.0) {
+    auto [sorted, order] = logits.sort(1, /*descending=*/true);  // [B, V]
+    const auto probs = sorted.softmax(1);
+    // A word stays while the words before it hold less than top_p: the first always stays.
+    sorted.masked_fill_(probs.cumsum(1) - probs >= options.top_p, kNegInf);
+    logits = torch::full_like(logits, kNegInf).scatter(1, order, sorted);
+  }
+  return torch::multinomial(logits.softmax(1), 1).squeeze(1);  // [B]
+}
+
+}  // namespace
+
+std::string to_string(SearchMethod method) {
+  return kSearchMethodNames.name(method);
+}
+
+SearchMethod parse_search_method(const std::string& name) {
+  return kSearchMethodNames.parse(name);
+}
+
+SearchOptions search_options_from(const Config& config) {
+  SearchOptions options;
+  options.method = config.get_parsed("decode.method", parse_search_method);
+  options.beam_size = config.get<int64_t>("decode.beam_size");
+  options.max_length = config.get<int64_t>("decode.max_length");
+  options.min_length = config.get<int64_t>("decode.min_length");
+  options.length_penalty = config.get<double>("decode.length_penalty");
+  options.block_unk = config.get<bool>("decode.block_unk");
+  options.hard_read = config.get_parsed("decode.hard_read", parse_hard_read);
+  options.temperature = config.get<double>("decode.temperature");
+  options.top_k = config.get<int64_t>("decode.top_k");
+  options.top_p = config.get<double>("decode.top_p");
+  return options;
+}
+
+void validate(const SearchOptions& options) {
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw std::invalid_argument(message);
+  };
+  require(options.beam_size >= 1, "decode.beam_size must be >= 1, got " + std::to_string(options.beam_size));
+  require(
+      options.max_length >= 1, "decode.max_length must be >= 1, got " + std::to_string(options.max_length));
+  require(
+      options.min_length >= 0 && options.min_length <= options.max_length,
+      "decode.min_length must be in [0, decode.max_length], got " + std::to_string(options.min_length));
+  require(
+      std::isfinite(options.length_penalty) && options.length_penalty >= 0,
+      "decode.length_penalty must be a finite number >= 0");
+  require(
+      std::isfinite(options.temperature) && options.temperature > 0,
+      "decode.temperature must be a finite number > 0");
+  require(
+      options.top_k >= 0, "decode.top_k must be >= 0 (0 = every word), got " + std::to_string(options.top_k));
+  require(options.top_p > 0 && options.top_p <= 1, "decode.top_p must be in (0, 1]");
+  require(
+      options.start_id >= 0 && options.end_id >= 0 && options.unk_id >= 0 &&
+          options.start_id != options.end_id,
+      "The <start> and <end> ids must be distinct and >= 0");
+  require(
+      options.unk_id != options.start_id && options.unk_id != options.end_id,
+      "The <unk> id must differ from the <start> and <end> ids");
+}
+
+void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& options) {
+  log_probs.select(1, options.start_id).fill_(kNegInf);
+  log_probs.select(1, options.pad_id).fill_(kNegInf);
+  if (options.block_unk) log_probs.select(1, options.unk_id).fill_(kNegInf);
+  if (t < options.min_length) log_probs.select(1, options.end_id).fill_(kNegInf);
+}
+
+bool greedy_suffices(const SearchOptions& options) {
+  return options.method != SearchMethod::sample &&
+         (options.beam_size == 1 || options.method == SearchMethod::greedy) && options.min_length == 0 &&
+         !options.block_unk;
+}
+
+std::vector<DecodedCaption> greedy_search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
+  validate(options);
+  if (!greedy_suffices(options)) {
+    throw std::invalid_argument(
+        "Greedy search cannot honour decode.beam_size > 1, decode.min_length, decode.block_unk or sampling; "
+        "make_caption_search chooses another search for them");
+  }
+  return word_by_word(decoder, annotations, options, [](const torch::Tensor& log_probs) {
+    return std::get<1>(log_probs.max(1));
+  });
+}
+
+std::vector<DecodedCaption> sample_search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
+  validate(options);
+  return word_by_word(decoder, annotations, options, [&](const torch::Tensor& log_probs) {
+    return sampled_words(log_probs, options);
+  });
+}
+
 GreedySearch::GreedySearch(const SearchOptions& options) : options_(options) {
   validate(options_);
 }
@@ -125,10 +210,31 @@ std::vector<DecodedCaption> BeamSearch::search(
   return beam_search(decoder, annotations, options_);
 }
 
+SampleSearch::SampleSearch(const SearchOptions& options) : options_(options) {
+  validate(options_);
+}
+
+std::vector<DecodedCaption> SampleSearch::search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
+  return sample_search(decoder, annotations, options_);
+}
+
+std::string SampleSearch::describe() const {
+  std::ostringstream text;
+  text << "sample";
+  if (options_.temperature != 1.0) text << " T=" << options_.temperature;
+  if (options_.top_k > 0) text << " top_k=" << options_.top_k;
+  if (options_.top_p < 1.0) text << " top_p=" << options_.top_p;
+  return text.str();
+}
+
 std::unique_ptr<CaptionSearch> make_caption_search(const SearchOptions& options) {
   validate(options);
+  if (options.method == SearchMethod::sample) return std::make_unique<SampleSearch>(options);
   if (greedy_suffices(options)) return std::make_unique<GreedySearch>(options);
-  return std::make_unique<BeamSearch>(options);
+  SearchOptions beam = options;
+  if (options.method == SearchMethod::greedy) beam.beam_size = 1;
+  return std::make_unique<BeamSearch>(beam);
 }
 
 }  // namespace saccade

@@ -24,6 +24,13 @@
 //   - The answer is the finished hypothesis with the best normalized score
 //     log_prob / length^length_penalty (length = its words + 1 for <end>). When none finished,
 //     it is the best unfinished one (finished = false, max_length words): never empty-handed.
+// Sampling (decode.method=sample) draws every word from the model's distribution, for all B
+// images at once, reshaped by a temperature T (p^(1/T), renormalized), then truncated to the
+// top_k most probable words and to the smallest set whose probability reaches top_p (nucleus
+// sampling; both applied in that order, each keeping at least the most probable word). Words come
+// from LibTorch's default generator: `torch::manual_seed` makes a decode repeat. A caption's
+// log_prob is the model's own (T = 1, no truncation), as greedy and beam search report it.
+//
 // All B x K hypotheses advance in ONE decoder batch of B*K rows: init_state runs once per image
 // (so the attention keys are computed once per image) and index_select expands each image's
 // state to its K beams once; after every step only h and c are reordered (a beam never leaves its
@@ -45,8 +52,15 @@ namespace saccade {
 
 class Config;
 
+// How each caption is searched: greedy (beam search of one hypothesis), beam (beam_size
+// hypotheses), sample (each word drawn from the model's distribution).
+enum class SearchMethod { greedy, beam, sample };
+std::string to_string(SearchMethod method);
+SearchMethod parse_search_method(const std::string& name);  // greedy | beam | sample
+
 struct SearchOptions {
-  // K: hypotheses kept alive per image; 1 = greedy.
+  SearchMethod method = SearchMethod::beam;
+  // K: hypotheses kept alive per image; 1 = greedy. method=greedy uses 1 whatever this says.
   int64_t beam_size = 1;
   // Words per caption at most, <end> not counted.
   int64_t max_length = 20;
@@ -60,24 +74,35 @@ struct SearchOptions {
   bool block_unk = false;
   // Hard-attention decoders: the context each step reads (soft decoders ignore it).
   HardRead hard_read = HardRead::argmax;
+  // method=sample: the temperature T > 0 (1 = the model's distribution, below 1 sharper), the
+  // number of most probable words kept (0 = all), and the probability mass kept (1 = all).
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  double top_p = 1.0;
   // The special tokens: the Vocabulary's, for every model saccade trains.
   int64_t start_id = Vocabulary::kStart;  // fed first
   int64_t end_id = Vocabulary::kEnd;      // finishes a caption
   int64_t unk_id = Vocabulary::kUnk;      // what block_unk forbids
+  int64_t pad_id = Vocabulary::kPad;      // never emitted, as <start> is not
 };
 
-// Reads decode.{beam_size, max_length, min_length, length_penalty, block_unk, hard_read}. Throws
-// ConfigError for a missing, ill-typed or unknown value.
+// Reads decode.{method, beam_size, max_length, min_length, length_penalty, block_unk, hard_read,
+// temperature, top_k, top_p}. Throws ConfigError for a missing, ill-typed or unknown value.
 SearchOptions search_options_from(const Config& config);
 
 // Throws std::invalid_argument, one sentence per broken rule: beam_size >= 1, max_length >= 1,
-// 0 <= min_length <= max_length, length_penalty >= 0 and finite, token ids >= 0, start != end,
-// unk distinct from start and end.
+// 0 <= min_length <= max_length, length_penalty >= 0 and finite, temperature > 0 and finite,
+// top_k >= 0, 0 < top_p <= 1, token ids >= 0, start != end, unk distinct from start and end.
 void validate(const SearchOptions& options);
 
-// Whether greedy search gives what the options ask for: beam_size 1, min_length 0, block_unk off
-// (the length penalty does not matter with one hypothesis).
+// Whether greedy search gives what the options ask for: not sampling, one hypothesis (beam_size 1
+// or method greedy), min_length 0, block_unk off (the length penalty does not matter with one
+// hypothesis).
 bool greedy_suffices(const SearchOptions& options);
+
+// Sets the log-probabilities [rows, V] of the words step t may not emit to -inf: <start> and
+// <pad> always, <unk> under block_unk, <end> before min_length words.
+void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& options);
 
 struct DecodedCaption {
   std::vector<int64_t> tokens;  // the words' ids, without <start> and <end>
@@ -88,6 +113,10 @@ struct DecodedCaption {
 
 // Greedy search over annotations [B, L, D]. Throws std::invalid_argument unless greedy_suffices.
 std::vector<DecodedCaption> greedy_search(
+    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
+
+// One sampled caption per row of annotations [B, L, D] (repeat rows for several per image).
+std::vector<DecodedCaption> sample_search(
     AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
 
 // Beam search over annotations [B, L, D] for all B images at once.
@@ -142,7 +171,20 @@ class BeamSearch : public CaptionSearch {
   SearchOptions options_;
 };
 
-// The one place that chooses: GreedySearch when greedy_suffices, BeamSearch otherwise. Validates.
+class SampleSearch : public CaptionSearch {
+ public:
+  explicit SampleSearch(const SearchOptions& options);  // validates
+  std::vector<DecodedCaption> search(
+      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const override;
+  // "sample" with the non-default temperature, top_k and top_p.
+  std::string describe() const override;
+
+ private:
+  SearchOptions options_;
+};
+
+// The one place that chooses: SampleSearch for method sample, GreedySearch when greedy_suffices,
+// BeamSearch otherwise (of one hypothesis for method greedy). Validates.
 std::unique_ptr<CaptionSearch> make_caption_search(const SearchOptions& options);
 
 }  // namespace saccade

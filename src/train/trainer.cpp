@@ -371,6 +371,7 @@ bool Trainer::end_epoch(int64_t epoch) {
   decode.features = val_features_.get();
   decode.group = setup_.group;
   decode.precision = setup_.placement.precision;
+  decode.seed = options_.seed;
   if (ranks() > 1) {
     // BatchNorm statistics that trained follow each rank's part of the batches: every rank
     // validates with rank 0's, the ones the checkpoint keeps.

@@ -122,6 +122,19 @@ TEST_F(EvalTest, ValSplitWithGreedy) {
   EXPECT_TRUE(std::filesystem::exists(run_ / "results/val_scores.json"));
 }
 
+// Sampled captions repeat with the seed and change with another one.
+TEST_F(EvalTest, SampledCaptionsRepeatWithTheSeed) {
+  const auto captions = [&](const std::string& seed) {
+    const auto result = eval({"decode.method=sample", "decode.temperature=1.5", "seed=" + seed});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_NE(result.out.find("sample T=1.5 search"), std::string::npos) << result.out;
+    return read_file(run_ / "results/test.json");
+  };
+  const std::string first = captions("0");
+  EXPECT_EQ(captions("0"), first);
+  EXPECT_NE(captions("1"), first);
+}
+
 TEST_F(EvalTest, RunWithoutCheckpointFailsWithOneLine) {
   TempDir empty;
   const auto result = run_saccade(

@@ -19,50 +19,7 @@
 namespace saccade {
 namespace {
 
-// Token ids of the hand-built decoders (the Vocabulary's specials first).
-constexpr int64_t kStart = 1, kEnd = 2, kUnk = 3, kA = 4, kB = 5, kC = 6, kD = 7, kVocab = 8;
-
-// A decoder whose next-word distribution depends only on the previous word: p(next | prev) =
-// transitions[{prev, next}] (every pair not listed is impossible, logit -1e4). The deep output
-// computes logits = out(tanh(E y + out_h(h) + out_z(z))); with out_h and out_z zeroed and the
-// embedding 20 * identity, tanh gives exactly the one-hot of the previous word (tanh(20) rounds
-// to 1 in float), so logits[next] = out.weight[next][prev] = log p(next | prev).
-AttentionLSTMDecoder markov_decoder(const std::map<std::pair<int64_t, int64_t>, double>& transitions) {
-  DecoderOptions options;
-  options.vocab_size = kVocab;
-  options.annotation_dim = 3;
-  options.embed_dim = kVocab;
-  options.hidden_dim = 4;
-  options.attention_dim = 2;
-  options.dropout = 0.0;
-  options.deep_output = true;
-  AttentionLSTMDecoder decoder(options);
-  torch::NoGradGuard no_grad;
-  decoder->embedding->weight.copy_(20.0 * torch::eye(kVocab));
-  for (auto* linear : {&decoder->out_h, &decoder->out_z, &decoder->out}) {
-    (*linear)->weight.zero_();
-    (*linear)->bias.zero_();
-  }
-  decoder->out->weight.fill_(-1e4);
-  for (const auto& [pair, probability] : transitions) {
-    decoder->out->weight[pair.second][pair.first] = std::log(probability);
-  }
-  return decoder;
-}
-
-// start -> a .6 | b .4;  a -> <end> .4 | c .35 | d .25;  b -> <end> .9 | c .1;  c, d -> <end> 1.
-AttentionLSTMDecoder garden_path_decoder() {
-  return markov_decoder(
-      {{{kStart, kA}, 0.6},
-       {{kStart, kB}, 0.4},
-       {{kA, kEnd}, 0.4},
-       {{kA, kC}, 0.35},
-       {{kA, kD}, 0.25},
-       {{kB, kEnd}, 0.9},
-       {{kB, kC}, 0.1},
-       {{kC, kEnd}, 1.0},
-       {{kD, kEnd}, 1.0}});
-}
+using namespace testing::markov;
 
 SearchOptions beam(int64_t size, int64_t max_length = 5) {
   SearchOptions options;
@@ -238,9 +195,13 @@ TEST_F(RandomDecoderTest, CaptionSearchPicksTheStrategy) {
 
 TEST(SearchOptions, ReadsTheDecodeKeys) {
   const Config config(YAML::Load(
-      "decode: {beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: true, "
-      "hard_read: expectation}"));
+      "decode: {method: sample, beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: "
+      "true, hard_read: expectation, temperature: 0.8, top_k: 4, top_p: 0.9}"));
   const SearchOptions options = search_options_from(config);
+  EXPECT_EQ(options.method, SearchMethod::sample);
+  EXPECT_DOUBLE_EQ(options.temperature, 0.8);
+  EXPECT_EQ(options.top_k, 4);
+  EXPECT_DOUBLE_EQ(options.top_p, 0.9);
   EXPECT_EQ(options.beam_size, 5);
   EXPECT_EQ(options.max_length, 16);
   EXPECT_EQ(options.min_length, 2);
@@ -252,8 +213,8 @@ TEST(SearchOptions, ReadsTheDecodeKeys) {
   EXPECT_EQ(options.end_id, Vocabulary::kEnd);
   EXPECT_EQ(options.unk_id, Vocabulary::kUnk);
   const Config bad(
-      YAML::Load("decode: {beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, block_unk: false, "
-                 "hard_read: sample}"));
+      YAML::Load("decode: {method: beam, beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, "
+                 "block_unk: false, hard_read: sample, temperature: 1, top_k: 0, top_p: 1}"));
   try {
     search_options_from(bad);
     FAIL() << "expected ConfigError";
