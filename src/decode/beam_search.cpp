@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "decode/search.h"
+#include "decode/word_history.h"
 
 namespace saccade {
 namespace {
@@ -160,10 +161,12 @@ std::vector<DecodedCaption> beam_search(
   std::vector<torch::Tensor> step_alphas;  // per step [B, K, (N,) L]
   std::vector<std::vector<Finished>> finished(batch);
   std::vector<char> done(batch, 0);
+  WordHistory history(batch * beam, options);
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
     auto log_probs = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B*K, V]
     forbid_words(log_probs, t, options);
+    history.forbid(log_probs);
     const auto candidates =
         (scores.reshape({batch * beam, 1}) + log_probs).reshape({batch, beam * vocab});  // [B, K*V]
     auto [top_scores, top_index] = candidates.topk(beam, 1);                             // [B, K], [B, K]
@@ -175,6 +178,12 @@ std::vector<DecodedCaption> beam_search(
     alpha_sizes[1] = beam;
     step_alphas.push_back(step.alpha.reshape(alpha_sizes));  // [B, K, (N,) L]
     records.push_back(record_step(words, parents, word_log_probs));
+    if (history.active()) {
+      std::vector<int64_t> sources(records.back().parents.size());
+      for (size_t row = 0; row < sources.size(); ++row)
+        sources[row] = static_cast<int64_t>(row) / beam * beam + records.back().parents[row];
+      history.advance(sources, records.back().words);
+    }
 
     auto top_cpu = top_scores.cpu().contiguous();
     const bool all_done =

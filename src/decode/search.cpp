@@ -7,12 +7,14 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
 
 #include "base/enum_names.h"
 #include "config/config.h"
+#include "decode/word_history.h"
 
 namespace saccade {
 
@@ -41,6 +43,9 @@ std::vector<DecodedCaption> word_by_word(
   DecoderState state = decoder.init_state(annotations);
   const auto on_device = torch::TensorOptions().device(annotations.device());
   auto previous = torch::full({batch}, options.start_id, on_device.dtype(torch::kLong));  // [B]
+  WordHistory history(batch, options);
+  std::vector<int64_t> same_rows(static_cast<size_t>(batch));
+  std::iota(same_rows.begin(), same_rows.end(), 0);
   std::vector<torch::Tensor> words, log_probs, alphas;                   // per step: [B], [B], [B, L]
   auto finished = torch::zeros({batch}, on_device.dtype(torch::kBool));  // [B]
   // One step more than max_length words leaves room for the <end> after the last word.
@@ -49,7 +54,13 @@ std::vector<DecodedCaption> word_by_word(
     const auto scores = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B, V]
     auto allowed = scores.clone();
     forbid_words(allowed, t, options);
+    history.forbid(allowed);
     const auto word = choose(allowed);  // [B]
+    if (history.active()) {
+      const auto chosen = word.cpu().contiguous();
+      history.advance(
+          same_rows, std::vector<int64_t>(chosen.data_ptr<int64_t>(), chosen.data_ptr<int64_t>() + batch));
+    }
     words.push_back(word);
     log_probs.push_back(scores.gather(1, word.unsqueeze(1)).squeeze(1));
     alphas.push_back(step.alpha);
@@ -115,7 +126,7 @@ SearchMethod parse_search_method(const std::string& name) {
   return kSearchMethodNames.parse(name);
 }
 
-SearchOptions search_options_from(const Config& config) {
+SearchOptions search_options_from(const Config& config, const Vocabulary& vocabulary) {
   SearchOptions options;
   options.method = config.get_parsed("decode.method", parse_search_method);
   options.beam_size = config.get<int64_t>("decode.beam_size");
@@ -124,6 +135,10 @@ SearchOptions search_options_from(const Config& config) {
   options.length_penalty = config.get<double>("decode.length_penalty");
   options.block_unk = config.get<bool>("decode.block_unk");
   options.hard_read = config.get_parsed("decode.hard_read", parse_hard_read);
+  options.block_trigrams = config.get<bool>("decode.block_trigrams");
+  for (const auto& word : config.get<std::vector<std::string>>("decode.bad_endings")) {
+    if (vocabulary.contains(word)) options.bad_ending_ids.push_back(vocabulary.id(word));
+  }
   options.temperature = config.get<double>("decode.temperature");
   options.top_k = config.get<int64_t>("decode.top_k");
   options.top_p = config.get<double>("decode.top_p");

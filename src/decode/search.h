@@ -74,6 +74,10 @@ struct SearchOptions {
   bool block_unk = false;
   // Hard-attention decoders: the context each step reads (soft decoders ignore it).
   HardRead hard_read = HardRead::argmax;
+  // Never emit a word that would repeat a trigram of the caption.
+  bool block_trigrams = false;
+  // Words a caption may not end on (<end> is forbidden right after them), as vocabulary ids.
+  std::vector<int64_t> bad_ending_ids;
   // method=sample: the temperature T > 0 (1 = the model's distribution, below 1 sharper), the
   // number of most probable words kept (0 = all), and the probability mass kept (1 = all).
   double temperature = 1.0;
@@ -87,8 +91,10 @@ struct SearchOptions {
 };
 
 // Reads decode.{method, beam_size, max_length, min_length, length_penalty, block_unk, hard_read,
-// temperature, top_k, top_p}. Throws ConfigError for a missing, ill-typed or unknown value.
-SearchOptions search_options_from(const Config& config);
+// block_trigrams, bad_endings, temperature, top_k, top_p}; the bad endings are looked up in
+// `vocabulary` (words it lacks can never be emitted, and are left out). Throws ConfigError for a
+// missing, ill-typed or unknown value.
+SearchOptions search_options_from(const Config& config, const Vocabulary& vocabulary);
 
 // Throws std::invalid_argument, one sentence per broken rule: beam_size >= 1, max_length >= 1,
 // 0 <= min_length <= max_length, length_penalty >= 0 and finite, temperature > 0 and finite,
@@ -97,7 +103,7 @@ void validate(const SearchOptions& options);
 
 // Whether greedy search gives what the options ask for: not sampling, one hypothesis (beam_size 1
 // or method greedy), min_length 0, block_unk off (the length penalty does not matter with one
-// hypothesis).
+// hypothesis; trigram blocking and bad endings apply to greedy search as to the others).
 bool greedy_suffices(const SearchOptions& options);
 
 // Sets the log-probabilities [rows, V] of the words step t may not emit to -inf: <start> and

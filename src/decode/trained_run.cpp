@@ -81,8 +81,6 @@ TrainedRun load_trained_run(
   }
   run.dataset = dataset_options_from(run.config);
   validate(run.dataset);
-  run.search = search_options_from(run.config);
-  validate(run.search);
   EncoderOptions encoder = encoder_options_from(run.config);
   encoder.weights.reset();  // the checkpoint holds every weight
   validate(encoder);
@@ -97,6 +95,8 @@ TrainedRun load_trained_run(
         "The checkpoint " + run.checkpoint.string() +
         " does not match its config.yaml and vocab.json: " + message.substr(0, message.find('\n')));
   }
+  run.search = search_options_from(run.config, run.vocabulary);
+  validate(run.search);
   run.model->to(placement.device);
   run.model->eval();
   run.placement = placement;

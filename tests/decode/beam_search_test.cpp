@@ -196,8 +196,13 @@ TEST_F(RandomDecoderTest, CaptionSearchPicksTheStrategy) {
 TEST(SearchOptions, ReadsTheDecodeKeys) {
   const Config config(YAML::Load(
       "decode: {method: sample, beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: "
-      "true, hard_read: expectation, temperature: 0.8, top_k: 4, top_p: 0.9}"));
-  const SearchOptions options = search_options_from(config);
+      "true, hard_read: expectation, block_trigrams: true, bad_endings: [the, of, zebra], temperature: 0.8, "
+      "top_k: 4, top_p: 0.9}"));
+  const Vocabulary vocabulary({"the", "of", "red"});
+  const SearchOptions options = search_options_from(config, vocabulary);
+  EXPECT_TRUE(options.block_trigrams);
+  // A word the vocabulary lacks can never be emitted, so it is left out.
+  EXPECT_EQ(options.bad_ending_ids, (std::vector<int64_t>{vocabulary.id("the"), vocabulary.id("of")}));
   EXPECT_EQ(options.method, SearchMethod::sample);
   EXPECT_DOUBLE_EQ(options.temperature, 0.8);
   EXPECT_EQ(options.top_k, 4);
@@ -212,11 +217,12 @@ TEST(SearchOptions, ReadsTheDecodeKeys) {
   EXPECT_EQ(options.start_id, Vocabulary::kStart);
   EXPECT_EQ(options.end_id, Vocabulary::kEnd);
   EXPECT_EQ(options.unk_id, Vocabulary::kUnk);
-  const Config bad(
-      YAML::Load("decode: {method: beam, beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, "
-                 "block_unk: false, hard_read: sample, temperature: 1, top_k: 0, top_p: 1}"));
+  const Config bad(YAML::Load(
+      "decode: {method: beam, beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, "
+      "block_unk: false, hard_read: sample, block_trigrams: false, bad_endings: [], temperature: 1, "
+      "top_k: 0, top_p: 1}"));
   try {
-    search_options_from(bad);
+    search_options_from(bad, vocabulary);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& error) {
     EXPECT_EQ(
