@@ -85,10 +85,12 @@ Json tensor_json(const torch::Tensor& tensor) {
   return Json(std::move(items));
 }
 
-// The run's search with --beam K (default 1) as the beam size.
+// The run's search with --beam K (default 1) as the beam size and --n-best N (caption) as the
+// captions kept per image.
 SearchOptions search_with_beam_flag(const TrainedRun& run, const Invocation& invocation) {
   SearchOptions search = run.search;
   search.beam_size = invocation.positive_flag("--beam", "1");
+  if (invocation.has_flag("--n-best")) search.n_best = invocation.positive_flag("--n-best", "1");
   validate(search);
   return search;
 }
@@ -145,6 +147,16 @@ int run_caption(const Job& job) {
            {"grid", Json::array({Json(figure.grid[0]), Json(figure.grid[1])})},
            {"attention", tensor_json(caption.alphas)},
            {"overlay", overlay.string()}}));
+      if (!caption.n_best.empty()) {
+        Json alternatives = Json::array();
+        for (const DecodedCaption& alternative : caption.n_best) {
+          alternatives.push_back(Json::object(
+              {{"caption", join_words(run.vocabulary.decode(alternative.tokens))},
+               {"log_prob", alternative.log_prob},
+               {"finished", alternative.finished}}));
+        }
+        results.back().set("n_best", std::move(alternatives));
+      }
     } catch (const std::exception& error) {
       ++failed;
       const std::string message = error.what();

@@ -72,6 +72,7 @@ const std::vector<CommandSpec>& commands() {
        "Captions every image given (files or folders), prints file<TAB>caption and writes overlays.",
        {{"--run", "DIR", "the run folder whose best checkpoint to use"},
         {"--beam", "K", "beam size"},
+        {"--n-best", "N", "with --json: the N best captions of each image (N <= K)"},
         {"--out", "DIR", "where overlays go"},
         {"--json", "", "machine-readable output"}},
        false,

@@ -1,8 +1,10 @@
 // Beam search batched over images x beams (see search.h).
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "decode/search.h"
 #include "decode/word_history.h"
@@ -105,8 +107,9 @@ bool finish_ended(
   return all_done;
 }
 
-// Each image's answer: its best finished hypothesis, or when none finished the most probable
-// live one after max_length words (scores [B, K]).
+// Each image's answers, best first: its finished hypotheses by normalized score, then, when fewer
+// than n_best finished, the live ones of max_length words by log-probability (scores [B, K]). The
+// first is the image's caption; with n_best > 1 the first n_best are its n-best list.
 std::vector<DecodedCaption> best_captions(
     const std::vector<StepRecord>& records,
     const torch::Tensor& alphas,
@@ -114,25 +117,39 @@ std::vector<DecodedCaption> best_captions(
     const torch::Tensor& scores,
     const SearchOptions& options) {
   const int64_t beam = options.beam_size;
+  const size_t wanted = static_cast<size_t>(options.n_best);
   const auto final_scores = scores.cpu().contiguous();
   const auto live = final_scores.accessor<float, 2>();
   std::vector<DecodedCaption> captions(finished.size());
   for (size_t b = 0; b < finished.size(); ++b) {
-    const Finished* best = nullptr;
-    for (const Finished& hypothesis : finished[b]) {
-      if (best == nullptr || hypothesis.score > best->score) best = &hypothesis;
+    std::vector<const Finished*> by_score;
+    for (const Finished& hypothesis : finished[b]) by_score.push_back(&hypothesis);
+    // Stable: of equal scores the one found first ranks first.
+    std::stable_sort(by_score.begin(), by_score.end(), [](const Finished* x, const Finished* y) {
+      return x->score > y->score;
+    });
+    std::vector<DecodedCaption> ranked;
+    for (const Finished* hypothesis : by_score) {
+      if (ranked.size() == wanted) break;
+      ranked.push_back(backtrack(records, alphas, beam, b, hypothesis->words, hypothesis->slot));
+      ranked.back().log_prob += hypothesis->end_log_prob;
+      ranked.back().finished = true;
     }
-    if (best != nullptr) {
-      captions[b] = backtrack(records, alphas, beam, b, best->words, best->slot);
-      captions[b].log_prob += best->end_log_prob;
-      captions[b].finished = true;
-      continue;
+    std::vector<int64_t> slots(beam);
+    std::iota(slots.begin(), slots.end(), 0);
+    std::stable_sort(
+        slots.begin(), slots.end(), [&](int64_t x, int64_t y) { return live[b][x] > live[b][y]; });
+    for (const int64_t slot : slots) {
+      if (ranked.size() == wanted) break;
+      if (!ranked.empty() && live[b][slot] == kNegInf) break;  // never empty-handed, never a dead slot
+      DecodedCaption unfinished = backtrack(records, alphas, beam, b, options.max_length, slot);
+      const bool listed = std::any_of(ranked.begin(), ranked.end(), [&](const DecodedCaption& caption) {
+        return caption.tokens == unfinished.tokens;  // the same words, also finished with <end>
+      });
+      if (!listed) ranked.push_back(std::move(unfinished));
     }
-    int64_t slot = 0;
-    for (int64_t k = 1; k < beam; ++k) {
-      if (live[b][k] > live[b][slot]) slot = k;
-    }
-    captions[b] = backtrack(records, alphas, beam, b, options.max_length, slot);
+    captions[b] = ranked.front();
+    if (wanted > 1) captions[b].n_best = std::move(ranked);
   }
   return captions;
 }

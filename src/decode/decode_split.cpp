@@ -29,6 +29,7 @@ struct DecodedImage {
   std::string image_id;
   std::vector<std::string> words;
   std::vector<std::string> references;
+  std::vector<ScoredCaption> n_best;
   torch::Tensor alphas;
   std::array<int64_t, 2> grid{0, 0};
   int64_t height = 0, width = 0;  // of the model's input image
@@ -44,10 +45,13 @@ Json to_json(const DecodedImage& image) {
     for (int64_t i = 0; i < values.numel(); ++i)
       alphas.emplace_back(static_cast<double>(values.data_ptr<float>()[i]));
   }
+  Json::Array n_best;
+  for (const ScoredCaption& alternative : image.n_best)
+    n_best.push_back(Json::array({alternative.caption, alternative.log_prob}));
   return Json::array(
       {image.position, image.image_id, Json(std::move(words)), Json(std::move(references)),
        Json(std::move(shape)), Json(std::move(alphas)), image.grid[0], image.grid[1], image.height,
-       image.width});
+       image.width, Json(std::move(n_best))});
 }
 
 DecodedImage from_json(const Json& json) {
@@ -65,6 +69,9 @@ DecodedImage from_json(const Json& json) {
   image.grid = {fields.at(6).as_int64(), fields.at(7).as_int64()};
   image.height = fields.at(8).as_int64();
   image.width = fields.at(9).as_int64();
+  for (const Json& alternative : fields.at(10).as_array())
+    image.n_best.push_back(
+        {alternative.as_array().at(0).as_string(), alternative.as_array().at(1).as_double()});
   return image;
 }
 
@@ -118,6 +125,8 @@ DecodedSplit decode_split(
       image.image_id = batch->image_ids[b];
       image.words = vocabulary.decode(captions[b].tokens);
       for (const auto& reference : batch->references[b]) image.references.push_back(join_words(reference));
+      for (const DecodedCaption& alternative : captions[b].n_best)
+        image.n_best.push_back({join_words(vocabulary.decode(alternative.tokens)), alternative.log_prob});
       if (options.shapes_world != nullptr) image.alphas = captions[b].alphas;
       image.grid = grid;
       image.height = height;
@@ -134,6 +143,7 @@ DecodedSplit decode_split(
     decoded.image_order.push_back(image.image_id);
     decoded.candidates[image.image_id] = join_words(image.words);
     decoded.references[image.image_id] = image.references;
+    if (!image.n_best.empty()) decoded.n_best[image.image_id] = image.n_best;
     if (shapes) shapes->add(image.image_id, image.words, image.alphas, image.grid, image.height, image.width);
   }
   if (shapes) decoded.shapes = shapes->scores();
@@ -153,7 +163,8 @@ SplitResults score_split(
       decoded.image_order,
       decoded.candidates,
       score_captions(decoded.references, decoded.candidates, options),
-      decoded.shapes};
+      decoded.shapes,
+      decoded.n_best};
 }
 
 std::vector<DecodedCaption> caption_images(

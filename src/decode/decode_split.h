@@ -57,6 +57,7 @@ struct DecodedSplit {
   std::vector<std::string> image_order;                        // image ids in decoding order
   std::map<std::string, std::string> candidates;               // each image's caption, words joined
   std::map<std::string, std::vector<std::string>> references;  // each image's references
+  std::map<std::string, std::vector<ScoredCaption>> n_best;    // with decode.n_best > 1
   std::optional<ShapesScores> shapes;                          // with options.shapes_world
 };
 

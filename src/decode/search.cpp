@@ -135,6 +135,7 @@ SearchOptions search_options_from(const Config& config, const Vocabulary& vocabu
   options.length_penalty = config.get<double>("decode.length_penalty");
   options.block_unk = config.get<bool>("decode.block_unk");
   options.hard_read = config.get_parsed("decode.hard_read", parse_hard_read);
+  options.n_best = config.get<int64_t>("decode.n_best");
   options.block_trigrams = config.get<bool>("decode.block_trigrams");
   for (const auto& word : config.get<std::vector<std::string>>("decode.bad_endings")) {
     if (vocabulary.contains(word)) options.bad_ending_ids.push_back(vocabulary.id(word));
@@ -164,6 +165,14 @@ void validate(const SearchOptions& options) {
   require(
       options.top_k >= 0, "decode.top_k must be >= 0 (0 = every word), got " + std::to_string(options.top_k));
   require(options.top_p > 0 && options.top_p <= 1, "decode.top_p must be in (0, 1]");
+  const int64_t kept = options.method == SearchMethod::beam ? options.beam_size : 1;
+  require(
+      options.n_best >= 1 && options.n_best <= kept,
+      "decode.n_best must be in [1, " + std::to_string(kept) + "] (" +
+          (options.method == SearchMethod::beam
+               ? "decode.beam_size"
+               : "one caption per image with decode.method=" + to_string(options.method)) +
+          "), got " + std::to_string(options.n_best));
   require(
       options.start_id >= 0 && options.end_id >= 0 && options.unk_id >= 0 &&
           options.start_id != options.end_id,
@@ -182,8 +191,8 @@ void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& opti
 
 bool greedy_suffices(const SearchOptions& options) {
   return options.method != SearchMethod::sample &&
-         (options.beam_size == 1 || options.method == SearchMethod::greedy) && options.min_length == 0 &&
-         !options.block_unk;
+         (options.beam_size == 1 || options.method == SearchMethod::greedy) && options.n_best == 1 &&
+         options.min_length == 0 && !options.block_unk;
 }
 
 std::vector<DecodedCaption> greedy_search(

@@ -74,6 +74,9 @@ struct SearchOptions {
   bool block_unk = false;
   // Hard-attention decoders: the context each step reads (soft decoders ignore it).
   HardRead hard_read = HardRead::argmax;
+  // Captions kept per image, best first, beside the chosen one: at most beam_size (beam search);
+  // 1 = the chosen caption alone.
+  int64_t n_best = 1;
   // Never emit a word that would repeat a trigram of the caption.
   bool block_trigrams = false;
   // Words a caption may not end on (<end> is forbidden right after them), as vocabulary ids.
@@ -91,18 +94,19 @@ struct SearchOptions {
 };
 
 // Reads decode.{method, beam_size, max_length, min_length, length_penalty, block_unk, hard_read,
-// block_trigrams, bad_endings, temperature, top_k, top_p}; the bad endings are looked up in
+// block_trigrams, bad_endings, n_best, temperature, top_k, top_p}; the bad endings are looked up in
 // `vocabulary` (words it lacks can never be emitted, and are left out). Throws ConfigError for a
 // missing, ill-typed or unknown value.
 SearchOptions search_options_from(const Config& config, const Vocabulary& vocabulary);
 
 // Throws std::invalid_argument, one sentence per broken rule: beam_size >= 1, max_length >= 1,
 // 0 <= min_length <= max_length, length_penalty >= 0 and finite, temperature > 0 and finite,
-// top_k >= 0, 0 < top_p <= 1, token ids >= 0, start != end, unk distinct from start and end.
+// top_k >= 0, 0 < top_p <= 1, 1 <= n_best <= the hypotheses kept (beam_size for beam search, 1
+// for greedy search and sampling), token ids >= 0, start != end, unk distinct from start and end.
 void validate(const SearchOptions& options);
 
 // Whether greedy search gives what the options ask for: not sampling, one hypothesis (beam_size 1
-// or method greedy), min_length 0, block_unk off (the length penalty does not matter with one
+// or method greedy), n_best 1, min_length 0, block_unk off (the length penalty does not matter with one
 // hypothesis; trigram blocking and bad endings apply to greedy search as to the others).
 bool greedy_suffices(const SearchOptions& options);
 
@@ -115,6 +119,8 @@ struct DecodedCaption {
   double log_prob = 0.0;        // sum of the log-probabilities of the emitted words and <end>
   bool finished = false;        // <end> was emitted before max_length
   torch::Tensor alphas;         // CPU float [n, L] ([n, N, L] multihead): where each of the n words looked
+  // With decode.n_best > 1: the image's best n_best captions, best first (the first is this one).
+  std::vector<DecodedCaption> n_best;
 };
 
 // Greedy search over annotations [B, L, D]. Throws std::invalid_argument unless greedy_suffices.

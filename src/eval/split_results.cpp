@@ -20,8 +20,15 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
   const CaptionScores& scores = results.scores;
   Json captions = Json::array();
   for (const auto& id : results.image_order) {
-    captions.push_back(
-        Json::object({{"image_id", image_id_json(id)}, {"caption", results.candidates.at(id)}}));
+    Json entry = Json::object({{"image_id", image_id_json(id)}, {"caption", results.candidates.at(id)}});
+    if (const auto found = results.n_best.find(id); found != results.n_best.end()) {
+      Json alternatives = Json::array();
+      for (const ScoredCaption& alternative : found->second)
+        alternatives.push_back(
+            Json::object({{"caption", alternative.caption}, {"log_prob", alternative.log_prob}}));
+      entry.set("n_best", std::move(alternatives));
+    }
+    captions.push_back(std::move(entry));
   }
   Json per_image = Json::array();
   for (const ImageScores& image : scores.images) {

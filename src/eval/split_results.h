@@ -1,6 +1,7 @@
 // The files a scored split leaves in a run folder, written by `saccade eval` and at the end of
 // training, and read back by the run report:
-//   results/<split>.json          COCO results format [{"image_id": .., "caption": ..}]
+//   results/<split>.json          COCO results format [{"image_id": .., "caption": ..}], with
+//                                 "n_best": [{"caption", "log_prob"}, ...] under decode.n_best > 1
 //   results/<split>_scores.json   {"split", "search", "checkpoint_epoch", "images",
 //                                  "corpus": {bleu1..4, meteor, rouge_l, cider_d},
 //                                  "shapes": {...} (shapes world only), "per_image": [...]}
@@ -24,6 +25,12 @@
 
 namespace saccade {
 
+// One of an image's n best captions.
+struct ScoredCaption {
+  std::string caption;
+  double log_prob = 0.0;  // under the model
+};
+
 struct SplitResults {
   std::string split;                              // "test"
   std::string search;                             // how the captions were found: "greedy", "beam 3"
@@ -32,6 +39,8 @@ struct SplitResults {
   std::map<std::string, std::string> candidates;  // the caption of every image id
   CaptionScores scores;
   std::optional<ShapesScores> shapes;  // the shapes world's attention and content metrics
+  // decode.n_best > 1: each image's best captions, best first; empty otherwise.
+  std::map<std::string, std::vector<ScoredCaption>> n_best = {};
 };
 
 // Creates `results_dir` and writes <split>.json and <split>_scores.json atomically.

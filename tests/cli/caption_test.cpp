@@ -204,6 +204,24 @@ TEST_F(CaptionTest, JsonHasCaptionLogProbAndOneAttentionGridPerWord) {
     EXPECT_NEAR(sum, 1.0, 1e-4);
   }
   EXPECT_TRUE(std::filesystem::exists(item["overlay"].as<std::string>()));
+  EXPECT_FALSE(item["n_best"]);
+}
+
+TEST_F(CaptionTest, JsonListsTheNBestCaptionsLedByTheCaption) {
+  TempDir inputs;
+  write_png(inputs / "x.png", 64, 64);
+  const auto result = run_saccade(
+      {"caption", (inputs / "x.png").string(), "--run", run_.string(), "--out", (inputs / "o").string(),
+       "--json", "--beam", "3", "--n-best", "2"},
+      work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const YAML::Node item = YAML::Load(result.out)[0];
+  const YAML::Node n_best = item["n_best"];
+  ASSERT_TRUE(n_best.IsSequence()) << result.out;
+  ASSERT_EQ(n_best.size(), 2u);
+  EXPECT_EQ(n_best[0]["caption"].as<std::string>(), item["caption"].as<std::string>());
+  EXPECT_EQ(n_best[0]["log_prob"].as<double>(), item["log_prob"].as<double>());
+  EXPECT_NE(n_best[1]["caption"].as<std::string>(), n_best[0]["caption"].as<std::string>());
 }
 
 TEST_F(CaptionTest, VisualizeWritesOverlaysWithReferencesIntoSamples) {

@@ -122,6 +122,24 @@ TEST_F(EvalTest, ValSplitWithGreedy) {
   EXPECT_TRUE(std::filesystem::exists(run_ / "results/val_scores.json"));
 }
 
+// decode.n_best puts each image's best captions beside the chosen one, best first.
+TEST_F(EvalTest, NBestListsAreWrittenBesideTheCaption) {
+  const auto result = eval({"decode.beam_size=3", "decode.n_best=3"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const YAML::Node results = YAML::LoadFile((run_ / "results/test.json").string());
+  ASSERT_EQ(results.size(), 8u);
+  for (const auto& entry : results) {
+    const YAML::Node n_best = entry["n_best"];
+    ASSERT_TRUE(n_best.IsSequence());
+    ASSERT_GE(n_best.size(), 1u);
+    ASSERT_LE(n_best.size(), 3u);
+    EXPECT_EQ(n_best[0]["caption"].as<std::string>(), entry["caption"].as<std::string>());
+    EXPECT_LT(n_best[0]["log_prob"].as<double>(), 0.0);
+  }
+  ASSERT_EQ(eval({"decode.beam_size=3"}).exit_code, 0);
+  EXPECT_FALSE(YAML::LoadFile((run_ / "results/test.json").string())[0]["n_best"]);
+}
+
 // Sampled captions repeat with the seed and change with another one.
 TEST_F(EvalTest, SampledCaptionsRepeatWithTheSeed) {
   const auto captions = [&](const std::string& seed) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "test_util.h"
 #include "tiny_decoder.h"
 
 namespace saccade {
@@ -107,6 +108,37 @@ TEST_F(BeamSearchTest, LengthPenaltyChangesTheWinner) {
 }
 
 // Random small decoders, as in the greedy tests.
+// Beam 3 on the garden path: step 1 finishes "b" (.36) and "a" (.24) and keeps "a c" (.21), which
+// finishes at step 2. The n-best list is the three, best first; its first is the beam's answer.
+TEST_F(BeamSearchTest, NBestListsTheFinishedCaptionsBestFirst) {
+  auto decoder = garden_path_decoder();
+  auto options = beam(3);
+  const auto alone = beam_search(*decoder, two_images(), options)[0];
+  EXPECT_TRUE(alone.n_best.empty());
+  options.n_best = 3;
+  const auto listed = beam_search(*decoder, two_images(), options)[0];
+  EXPECT_EQ(listed.tokens, alone.tokens);
+  ASSERT_EQ(listed.n_best.size(), 3u);
+  const std::vector<std::vector<int64_t>> expected = {{kB}, {kA}, {kA, kC}};
+  const std::vector<double> probabilities = {0.36, 0.24, 0.21};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(listed.n_best[i].tokens, expected[i]) << i;
+    EXPECT_NEAR(listed.n_best[i].log_prob, std::log(probabilities[i]), 1e-4) << i;
+    EXPECT_TRUE(listed.n_best[i].finished);
+    EXPECT_EQ(listed.n_best[i].alphas.size(0), static_cast<int64_t>(expected[i].size()));
+  }
+  EXPECT_EQ(listed.n_best[0].tokens, listed.tokens);
+  options.n_best = 4;
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] { make_caption_search(options); }),
+      "decode.n_best must be in [1, 3] (decode.beam_size), got 4");
+  options.method = SearchMethod::sample;
+  options.n_best = 2;
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] { make_caption_search(options); }),
+      "decode.n_best must be in [1, 1] (one caption per image with decode.method=sample), got 2");
+}
+
 class RandomDecoderTest : public ::testing::Test {
  protected:
   RandomDecoderTest() {
@@ -176,6 +208,32 @@ TEST_F(RandomDecoderTest, NoEndReturnsTheBestUnfinishedAtMaxLength) {
   }
 }
 
+// On a random decoder, finished and unfinished captions mixed: every n-best list holds beam_size
+// distinct captions, the finished first in order of log-probability, led by the beam's answer.
+TEST_F(RandomDecoderTest, NBestListsAreSortedAndLedByTheAnswer) {
+  {
+    torch::NoGradGuard no_grad;
+    decoder_->out->bias[Vocabulary::kEnd] += 1.5;
+  }
+  auto options = beam(4, 6);
+  const auto answers = beam_search(*decoder_, annotations_, options);
+  options.n_best = 4;
+  const auto listed = beam_search(*decoder_, annotations_, options);
+  for (size_t b = 0; b < listed.size(); ++b) {
+    const auto& n_best = listed[b].n_best;
+    ASSERT_EQ(n_best.size(), 4u) << b;
+    EXPECT_EQ(n_best[0].tokens, answers[b].tokens) << b;
+    EXPECT_EQ(n_best[0].log_prob, answers[b].log_prob) << b;
+    for (size_t i = 1; i < n_best.size(); ++i) {
+      EXPECT_NE(n_best[i].tokens, n_best[i - 1].tokens) << b;
+      if (n_best[i].finished) {
+        EXPECT_TRUE(n_best[i - 1].finished) << b;  // the finished come first
+        EXPECT_LE(n_best[i].log_prob, n_best[i - 1].log_prob + 1e-6) << b;
+      }
+    }
+  }
+}
+
 TEST_F(RandomDecoderTest, LeavesTrainingModeAsFound) {
   decoder_->train();
   beam_search(*decoder_, annotations_, beam(2));
@@ -196,11 +254,12 @@ TEST_F(RandomDecoderTest, CaptionSearchPicksTheStrategy) {
 TEST(SearchOptions, ReadsTheDecodeKeys) {
   const Config config(YAML::Load(
       "decode: {method: sample, beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: "
-      "true, hard_read: expectation, block_trigrams: true, bad_endings: [the, of, zebra], temperature: 0.8, "
-      "top_k: 4, top_p: 0.9}"));
+      "true, hard_read: expectation, n_best: 2, block_trigrams: true, bad_endings: [the, of, zebra], "
+      "temperature: 0.8, top_k: 4, top_p: 0.9}"));
   const Vocabulary vocabulary({"the", "of", "red"});
   const SearchOptions options = search_options_from(config, vocabulary);
   EXPECT_TRUE(options.block_trigrams);
+  EXPECT_EQ(options.n_best, 2);
   // A word the vocabulary lacks can never be emitted, so it is left out.
   EXPECT_EQ(options.bad_ending_ids, (std::vector<int64_t>{vocabulary.id("the"), vocabulary.id("of")}));
   EXPECT_EQ(options.method, SearchMethod::sample);
@@ -217,10 +276,10 @@ TEST(SearchOptions, ReadsTheDecodeKeys) {
   EXPECT_EQ(options.start_id, Vocabulary::kStart);
   EXPECT_EQ(options.end_id, Vocabulary::kEnd);
   EXPECT_EQ(options.unk_id, Vocabulary::kUnk);
-  const Config bad(YAML::Load(
-      "decode: {method: beam, beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, "
-      "block_unk: false, hard_read: sample, block_trigrams: false, bad_endings: [], temperature: 1, "
-      "top_k: 0, top_p: 1}"));
+  const Config bad(
+      YAML::Load("decode: {method: beam, beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, "
+                 "block_unk: false, hard_read: sample, n_best: 1, block_trigrams: false, bad_endings: [], "
+                 "temperature: 1, top_k: 0, top_p: 1}"));
   try {
     search_options_from(bad, vocabulary);
     FAIL() << "expected ConfigError";
