@@ -85,12 +85,14 @@ Json tensor_json(const torch::Tensor& tensor) {
   return Json(std::move(items));
 }
 
-// The run's search with --beam K (default 1) as the beam size and --n-best N (caption) as the
-// captions kept per image.
+// The run's search with --beam K (default 1: greedy) as the beam size, a beam search whenever
+// --beam is given (unless the run samples), and --n-best N (caption; default 1) captions kept.
 SearchOptions search_with_beam_flag(const TrainedRun& run, const Invocation& invocation) {
   SearchOptions search = run.search;
   search.beam_size = invocation.positive_flag("--beam", "1");
-  if (invocation.has_flag("--n-best")) search.n_best = invocation.positive_flag("--n-best", "1");
+  if (invocation.has_flag("--beam") && search.method == SearchMethod::greedy)
+    search.method = SearchMethod::beam;
+  search.n_best = invocation.positive_flag("--n-best", "1");
   validate(search);
   return search;
 }

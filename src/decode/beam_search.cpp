@@ -184,6 +184,7 @@ std::vector<DecodedCaption> beam_search(
     auto log_probs = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B*K, V]
     forbid_words(log_probs, t, options);
     history.forbid(log_probs);
+    keep_an_exit(log_probs, options);
     const auto candidates =
         (scores.reshape({batch * beam, 1}) + log_probs).reshape({batch, beam * vocab});  // [B, K*V]
     auto [top_scores, top_index] = candidates.topk(beam, 1);                             // [B, K], [B, K]

@@ -25,6 +25,8 @@ const EnumNames<SearchMethod> kSearchMethodNames(
     {{SearchMethod::greedy, "greedy"}, {SearchMethod::beam, "beam"}, {SearchMethod::sample, "sample"}});
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Below this, log-probabilities divided by the temperature overflow float.
+constexpr double kMinTemperature = 1e-4;
 
 // Picks every row's word from the log-probabilities of the words allowed [B, V] (the others -inf).
 using WordChoice = std::function<torch::Tensor(const torch::Tensor& log_probs)>;
@@ -55,6 +57,7 @@ std::vector<DecodedCaption> word_by_word(
     auto allowed = scores.clone();
     forbid_words(allowed, t, options);
     history.forbid(allowed);
+    keep_an_exit(allowed, options);
     const auto word = choose(allowed);  // [B]
     if (history.active()) {
       const auto chosen = word.cpu().contiguous();
@@ -160,8 +163,8 @@ void validate(const SearchOptions& options) {
       std::isfinite(options.length_penalty) && options.length_penalty >= 0,
       "decode.length_penalty must be a finite number >= 0");
   require(
-      std::isfinite(options.temperature) && options.temperature > 0,
-      "decode.temperature must be a finite number > 0");
+      std::isfinite(options.temperature) && options.temperature >= kMinTemperature,
+      "decode.temperature must be a finite number >= 0.0001 (sampling near 0 is greedy search)");
   require(
       options.top_k >= 0, "decode.top_k must be >= 0 (0 = every word), got " + std::to_string(options.top_k));
   require(options.top_p > 0 && options.top_p <= 1, "decode.top_p must be in (0, 1]");
@@ -174,9 +177,9 @@ void validate(const SearchOptions& options) {
                : "one caption per image with decode.method=" + to_string(options.method)) +
           "), got " + std::to_string(options.n_best));
   require(
-      options.start_id >= 0 && options.end_id >= 0 && options.unk_id >= 0 &&
-          options.start_id != options.end_id,
-      "The <start> and <end> ids must be distinct and >= 0");
+      options.start_id >= 0 && options.end_id >= 0 && options.unk_id >= 0 && options.pad_id >= 0 &&
+          options.start_id != options.end_id && options.pad_id != options.end_id,
+      "The <start>, <end> and <pad> ids must be >= 0, and <end> distinct from the others");
   require(
       options.unk_id != options.start_id && options.unk_id != options.end_id,
       "The <unk> id must differ from the <start> and <end> ids");
@@ -187,6 +190,11 @@ void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& opti
   log_probs.select(1, options.pad_id).fill_(kNegInf);
   if (options.block_unk) log_probs.select(1, options.unk_id).fill_(kNegInf);
   if (t < options.min_length) log_probs.select(1, options.end_id).fill_(kNegInf);
+}
+
+void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options) {
+  const auto stuck = (log_probs == kNegInf).all(1);  // [rows]
+  if (stuck.any().item<bool>()) log_probs.select(1, options.end_id).masked_fill_(stuck, 0.0f);
 }
 
 bool greedy_suffices(const SearchOptions& options) {

@@ -100,7 +100,7 @@ struct SearchOptions {
 SearchOptions search_options_from(const Config& config, const Vocabulary& vocabulary);
 
 // Throws std::invalid_argument, one sentence per broken rule: beam_size >= 1, max_length >= 1,
-// 0 <= min_length <= max_length, length_penalty >= 0 and finite, temperature > 0 and finite,
+// 0 <= min_length <= max_length, length_penalty >= 0 and finite, temperature >= 1e-4 and finite,
 // top_k >= 0, 0 < top_p <= 1, 1 <= n_best <= the hypotheses kept (beam_size for beam search, 1
 // for greedy search and sampling), token ids >= 0, start != end, unk distinct from start and end.
 void validate(const SearchOptions& options);
@@ -113,6 +113,10 @@ bool greedy_suffices(const SearchOptions& options);
 // Sets the log-probabilities [rows, V] of the words step t may not emit to -inf: <start> and
 // <pad> always, <unk> under block_unk, <end> before min_length words.
 void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& options);
+
+// Re-allows <end> in the rows [rows, V] where every word is forbidden (a tiny vocabulary under
+// trigram blocking and a minimum length): a caption may always stop.
+void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options);
 
 struct DecodedCaption {
   std::vector<int64_t> tokens;  // the words' ids, without <start> and <end>

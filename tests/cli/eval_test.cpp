@@ -131,10 +131,12 @@ TEST_F(EvalTest, NBestListsAreWrittenBesideTheCaption) {
   for (const auto& entry : results) {
     const YAML::Node n_best = entry["n_best"];
     ASSERT_TRUE(n_best.IsSequence());
-    ASSERT_GE(n_best.size(), 1u);
-    ASSERT_LE(n_best.size(), 3u);
+    ASSERT_EQ(n_best.size(), 3u);  // finished or not, three distinct captions
     EXPECT_EQ(n_best[0]["caption"].as<std::string>(), entry["caption"].as<std::string>());
     EXPECT_LT(n_best[0]["log_prob"].as<double>(), 0.0);
+    EXPECT_NE(n_best[1]["caption"].as<std::string>(), n_best[0]["caption"].as<std::string>());
+    EXPECT_NE(n_best[2]["caption"].as<std::string>(), n_best[1]["caption"].as<std::string>());
+    EXPECT_NE(n_best[2]["caption"].as<std::string>(), n_best[0]["caption"].as<std::string>());
   }
   ASSERT_EQ(eval({"decode.beam_size=3"}).exit_code, 0);
   EXPECT_FALSE(YAML::LoadFile((run_ / "results/test.json").string())[0]["n_best"]);

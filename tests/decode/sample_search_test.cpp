@@ -130,6 +130,22 @@ TEST(SampleSearch, ForbiddenWordsNeverComeAndTheMinimumLengthHolds) {
   expect_shares(shares(draw(decoder, options)), {{"a", 1.0}});
 }
 
+// <pad> and <start> are never words, however probable the model makes them.
+TEST(SampleSearch, PadAndStartAreNeverEmittedByAnySearch) {
+  auto decoder = markov_decoder(
+      {{{kStart, Vocabulary::kPad}, 0.6}, {{kStart, kStart}, 0.3}, {{kStart, kA}, 0.1}, {{kA, kEnd}, 1.0}});
+  SearchOptions greedy;
+  greedy.max_length = 4;
+  SearchOptions beam = greedy;
+  beam.beam_size = 3;
+  for (const auto& options : {greedy, beam, sampling()}) {
+    for (const auto& caption : draw(decoder, options)) {
+      ASSERT_EQ(caption.tokens, std::vector<int64_t>{kA}) << to_string(options.method);
+      EXPECT_NEAR(caption.log_prob, std::log(0.1), 1e-4);
+    }
+  }
+}
+
 TEST(SampleSearch, ASeedRepeatsTheDraws) {
   auto decoder = three_words_decoder();
   const auto tokens = [](const std::vector<DecodedCaption>& captions) {
@@ -151,7 +167,8 @@ TEST(SampleSearch, IsChosenByTheMethodAndDescribesItsSettings) {
   greedy.min_length = 2;  // honoured by a beam of one
   EXPECT_EQ(make_caption_search(greedy)->describe(), "beam 1");
   for (const auto& [options, message] : std::vector<std::pair<SearchOptions, std::string>>{
-           {sampling(0.0), "decode.temperature must be a finite number > 0"},
+           {sampling(0.0),
+            "decode.temperature must be a finite number >= 0.0001 (sampling near 0 is greedy search)"},
            {sampling(1.0, -1), "decode.top_k must be >= 0 (0 = every word), got -1"},
            {sampling(1.0, 0, 0.0), "decode.top_p must be in (0, 1]"},
            {sampling(1.0, 0, 1.5), "decode.top_p must be in (0, 1]"}}) {

@@ -128,5 +128,17 @@ TEST(WordHistory, RowsFollowTheHypothesesTheyExtend) {
   EXPECT_FALSE(WordHistory(2, SearchOptions{}).active());
 }
 
+// A row with every word forbidden may still stop; the others are left alone.
+TEST(WordHistory, AStuckRowCanAlwaysEnd) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto log_probs = torch::full({2, kVocab}, -inf);
+  log_probs[1][kA] = -0.5f;
+  const auto untouched = log_probs[1].clone();
+  keep_an_exit(log_probs, SearchOptions{});
+  EXPECT_EQ(log_probs[0][kEnd].item<float>(), 0.0f);
+  EXPECT_EQ(torch::isinf(log_probs[0]).sum().item<int64_t>(), kVocab - 1);
+  EXPECT_TRUE(torch::equal(log_probs[1], untouched));
+}
+
 }  // namespace
 }  // namespace saccade
