@@ -128,6 +128,32 @@ TEST(WordHistory, RowsFollowTheHypothesesTheyExtend) {
   EXPECT_FALSE(WordHistory(2, SearchOptions{}).active());
 }
 
+// Trigram blocking follows each beam hypothesis through its parents, image by image: a batch of
+// different images gives what each image alone gives, and no caption repeats a trigram (on this
+// random decoder, without blocking, some do).
+TEST(WordHistory, BeamHypothesesCarryTheirOwnWordsInABatch) {
+  torch::manual_seed(0);
+  auto decoder = testing::tiny_decoder();
+  {
+    torch::NoGradGuard no_grad;
+    decoder->out->bias[Vocabulary::kEnd] -= 20.0;  // long captions over five words: repeats come
+  }
+  const auto annotations = torch::randn({8, 4, 6});  // B=8 images, L=4, D=6
+  auto options = search(SearchMethod::beam, 3);
+  options.max_length = 15;
+  int repeating = 0;
+  for (const auto& caption : make_caption_search(options)->search(*decoder, annotations))
+    repeating += repeats_a_trigram(caption.tokens) ? 1 : 0;
+  EXPECT_GT(repeating, 0);
+  options.block_trigrams = true;
+  const auto batched = make_caption_search(options)->search(*decoder, annotations);
+  for (int64_t b = 0; b < annotations.size(0); ++b) {
+    EXPECT_FALSE(repeats_a_trigram(batched[b].tokens)) << "image " << b;
+    const auto alone = make_caption_search(options)->search(*decoder, annotations.slice(0, b, b + 1));
+    EXPECT_EQ(batched[b].tokens, alone[0].tokens) << "image " << b;
+  }
+}
+
 // A row with every word forbidden may still stop; the others are left alone.
 TEST(WordHistory, AStuckRowCanAlwaysEnd) {
   const float inf = std::numeric_limits<float>::infinity();
