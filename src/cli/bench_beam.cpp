@@ -44,17 +44,21 @@ double ms_per_image(
 
 }  // namespace
 
-int bench_beam(const Job&) {
+int bench_beam(const Job& job) {
   torch::manual_seed(0);
   AttentionLSTMDecoder decoder(peer_decoder_options());
   decoder->eval();
-  const auto single = torch::randn({1, kLocations, 2048});        // [1, L, D]
-  const auto batched = torch::randn({kBatch, kLocations, 2048});  // [B, L, D]
+  decoder->to(job.placement.device);
+  // Every search copies its captions to the host at the end, so the clock needs no extra wait.
+  const auto single = torch::randn({1, kLocations, 2048}).to(job.placement.device);        // [1, L, D]
+  const auto batched = torch::randn({kBatch, kLocations, 2048}).to(job.placement.device);  // [B, L, D]
+  const Autocast autocast(job.placement);
   std::printf(
       "machine: LibTorch threads %d, %s, matmul 1024x1024 %.1f GFLOP/s\n", at::get_num_threads(),
       runtime_environment().c_str(), measure_matmul_gflops(1024));
   std::printf(
-      "decoder D=2048 L=196 A=E=H=512 V=10000, max_length %lld\n", static_cast<long long>(kMaxLength));
+      "decoder D=2048 L=196 A=E=H=512 V=10000, max_length %lld; on %s\n", static_cast<long long>(kMaxLength),
+      describe(job.placement).c_str());
   std::printf("%-10s %18s %22s\n", "search", "1 image (ms/img)", "32 images (ms/img)");
 
   SearchOptions greedy_options;
