@@ -63,7 +63,7 @@ int bench_beam(const Job& job) {
 
   SearchOptions greedy_options;
   greedy_options.max_length = kMaxLength;
-  const GreedySearch greedy(greedy_options);
+  const CaptionSearch greedy(SearchMethod::greedy, greedy_options);
   std::printf(
       "%-10s %18.1f %22.1f\n", greedy.describe().c_str(), ms_per_image(greedy, *decoder, single, 5),
       ms_per_image(greedy, *decoder, batched, 3));
@@ -71,7 +71,7 @@ int bench_beam(const Job& job) {
     SearchOptions options;
     options.beam_size = beam_size;
     options.max_length = kMaxLength;
-    const BeamSearch beam(options);
+    const CaptionSearch beam(SearchMethod::beam, options);
     std::printf(
         "%-10s %18.1f %22.1f\n", beam.describe().c_str(), ms_per_image(beam, *decoder, single, 5),
         ms_per_image(beam, *decoder, batched, 3));
@@ -80,7 +80,7 @@ int bench_beam(const Job& job) {
   beam5.beam_size = 5;
   beam5.max_length = kMaxLength;
   print_op_profile(
-      "beam 5, 1 image", [&] { BeamSearch(beam5).search(*decoder, single); }, 12);
+      "beam 5, 1 image", [&] { CaptionSearch(SearchMethod::beam, beam5).search(*decoder, single); }, 12);
   print_op_profile(
       "greedy, 32 images", [&] { greedy.search(*decoder, batched); }, 12);
   return 0;

@@ -224,34 +224,27 @@ std::vector<DecodedCaption> sample_search(
   });
 }
 
-GreedySearch::GreedySearch(const SearchOptions& options) : options_(options) {
+CaptionSearch::CaptionSearch(SearchMethod kind, const SearchOptions& options)
+    : kind_(kind), options_(options) {
   validate(options_);
 }
 
-std::vector<DecodedCaption> GreedySearch::search(
+std::vector<DecodedCaption> CaptionSearch::search(
     AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
-  return greedy_search(decoder, annotations, options_);
-}
-
-BeamSearch::BeamSearch(const SearchOptions& options) : options_(options) {
-  validate(options_);
-}
-
-std::vector<DecodedCaption> BeamSearch::search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
+  switch (kind_) {
+    case SearchMethod::greedy:
+      return greedy_search(decoder, annotations, options_);
+    case SearchMethod::sample:
+      return sample_search(decoder, annotations, options_);
+    case SearchMethod::beam:
+      break;
+  }
   return beam_search(decoder, annotations, options_);
 }
 
-SampleSearch::SampleSearch(const SearchOptions& options) : options_(options) {
-  validate(options_);
-}
-
-std::vector<DecodedCaption> SampleSearch::search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
-  return sample_search(decoder, annotations, options_);
-}
-
-std::string SampleSearch::describe() const {
+std::string CaptionSearch::describe() const {
+  if (kind_ == SearchMethod::greedy) return "greedy";
+  if (kind_ == SearchMethod::beam) return "beam " + std::to_string(options_.beam_size);
   std::ostringstream text;
   text << "sample";
   if (options_.temperature != 1.0) text << " T=" << options_.temperature;
@@ -262,11 +255,12 @@ std::string SampleSearch::describe() const {
 
 std::unique_ptr<CaptionSearch> make_caption_search(const SearchOptions& options) {
   validate(options);
-  if (options.method == SearchMethod::sample) return std::make_unique<SampleSearch>(options);
-  if (greedy_suffices(options)) return std::make_unique<GreedySearch>(options);
+  if (options.method == SearchMethod::sample)
+    return std::make_unique<CaptionSearch>(SearchMethod::sample, options);
+  if (greedy_suffices(options)) return std::make_unique<CaptionSearch>(SearchMethod::greedy, options);
   SearchOptions beam = options;
   if (options.method == SearchMethod::greedy) beam.beam_size = 1;
-  return std::make_unique<BeamSearch>(beam);
+  return std::make_unique<CaptionSearch>(SearchMethod::beam, beam);
 }
 
 }  // namespace saccade

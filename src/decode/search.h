@@ -155,52 +155,23 @@ class EvalModeGuard {
   bool was_training_;
 };
 
-// A caption search strategy: annotations [B, L, D] -> one caption per image.
+// A caption search: annotations [B, L, D] -> one caption per image, by greedy_search,
+// beam_search or sample_search (`kind`) with `options`.
 class CaptionSearch {
  public:
-  virtual ~CaptionSearch() = default;
-  virtual std::vector<DecodedCaption> search(
-      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const = 0;
-  // "greedy" or "beam K", for logs and printouts.
-  virtual std::string describe() const = 0;
-};
-
-class GreedySearch : public CaptionSearch {
- public:
-  explicit GreedySearch(const SearchOptions& options);  // validates
+  CaptionSearch(SearchMethod kind, const SearchOptions& options);  // validates
   std::vector<DecodedCaption> search(
-      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const override;
-  std::string describe() const override { return "greedy"; }
+      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const;
+  // "greedy", "beam K", or "sample" with the non-default temperature, top_k and top_p.
+  std::string describe() const;
 
  private:
+  SearchMethod kind_;
   SearchOptions options_;
 };
 
-class BeamSearch : public CaptionSearch {
- public:
-  explicit BeamSearch(const SearchOptions& options);  // validates
-  std::vector<DecodedCaption> search(
-      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const override;
-  std::string describe() const override { return "beam " + std::to_string(options_.beam_size); }
-
- private:
-  SearchOptions options_;
-};
-
-class SampleSearch : public CaptionSearch {
- public:
-  explicit SampleSearch(const SearchOptions& options);  // validates
-  std::vector<DecodedCaption> search(
-      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const override;
-  // "sample" with the non-default temperature, top_k and top_p.
-  std::string describe() const override;
-
- private:
-  SearchOptions options_;
-};
-
-// The one place that chooses: SampleSearch for method sample, GreedySearch when greedy_suffices,
-// BeamSearch otherwise (of one hypothesis for method greedy). Validates.
+// The one place that chooses: sampling for method sample, greedy search when greedy_suffices,
+// beam search otherwise (of one hypothesis for method greedy). Validates.
 std::unique_ptr<CaptionSearch> make_caption_search(const SearchOptions& options);
 
 }  // namespace saccade

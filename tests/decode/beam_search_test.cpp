@@ -304,7 +304,8 @@ TEST(SearchOptions, GreedyIsChosenOnlyWhenItGivesWhatIsAsked) {
     EXPECT_FALSE(greedy_suffices(asked));
     EXPECT_EQ(make_caption_search(asked)->describe(), "beam " + std::to_string(asked.beam_size));
     EXPECT_THROW(
-        GreedySearch{asked}.search(*markov_decoder({{{kStart, kEnd}, 1.0}}), two_images()),
+        CaptionSearch(SearchMethod::greedy, asked)
+            .search(*markov_decoder({{{kStart, kEnd}, 1.0}}), two_images()),
         std::invalid_argument);
   }
 }
