@@ -1,9 +1,12 @@
 // evaluate_split and its printout (see split_evaluation.h).
 #include "cli/split_evaluation.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
+#include <unordered_set>
 
+#include "eval/diversity.h"
 #include "io/log.h"
 
 namespace saccade::cli {
@@ -33,8 +36,15 @@ EvaluatedSplit evaluate_split(
   EvaluatedSplit evaluated;
   evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);
   if (group != nullptr && !group->is_main()) return evaluated;  // the main rank scores and writes
+  std::unordered_set<std::string> training_captions;
+  const auto& train_labels = split_labels(run.dataset, Split::train);
+  for (const auto& image : read_corpus(run.dataset).images) {
+    if (std::find(train_labels.begin(), train_labels.end(), image.split) == train_labels.end()) continue;
+    for (const auto& caption : image.captions) training_captions.insert(join_words(caption.words));
+  }
   evaluated.results = score_split(
-      evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config));
+      evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config),
+      &training_captions);
   write_split_results(run.dir / "results", evaluated.results);
   const CaptionScores& scores = evaluated.results.scores;
   log::info() << to_string(split) << " (checkpoint epoch " << run.epoch << "): BLEU-4 " << scores.bleu[3]
@@ -57,6 +67,7 @@ std::string describe(const SplitResults& results) {
   }
   out << "  ROUGE-L  " << scores.rouge_l << "\n  CIDEr-D  " << scores.cider_d << "\n";
   if (results.shapes) out << describe(*results.shapes);
+  if (results.diversity) out << describe(*results.diversity);
   return out.str();
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 #include "decode/search.h"
 #include "decode/word_history.h"
@@ -154,6 +155,31 @@ std::vector<DecodedCaption> best_captions(
   return captions;
 }
 
+// The K best extensions of each image [B, K] (scores, and indices into its K*V extensions) from
+// extensions [B*K, V] (each slot's score plus each word's log-probability). With beam_groups G > 1
+// (diverse beam search), group g of K/G slots picks its K/G among its own slots' extensions, a
+// word penalized by diversity_penalty for each earlier group's slot that picked it this step;
+// the scores returned are the plain ones.
+std::tuple<torch::Tensor, torch::Tensor> best_extensions(
+    const torch::Tensor& extensions, int64_t batch, const SearchOptions& options) {
+  const int64_t beam = options.beam_size, vocab = extensions.size(1), groups = options.beam_groups;
+  if (groups == 1) return extensions.reshape({batch, beam * vocab}).topk(beam, 1);
+  const int64_t size = beam / groups;
+  const auto per_image = extensions.reshape({batch, beam, vocab});   // [B, K, V]
+  auto picked = torch::zeros({batch, vocab}, extensions.options());  // [B, V] earlier groups' picks
+  std::vector<torch::Tensor> scores, indices;
+  for (int64_t g = 0; g < groups; ++g) {
+    const auto group = per_image.narrow(1, g * size, size).reshape({batch, size * vocab});  // [B, K/G*V]
+    const auto penalty = (options.diversity_penalty * picked).repeat({1, size});            // [B, K/G*V]
+    auto [augmented, index] = (group - penalty).topk(size, 1);                              // [B, K/G]
+    scores.push_back(group.gather(1, index));
+    indices.push_back(index + g * size * vocab);
+    // Dead slots (score -inf) pick nothing.
+    picked.scatter_add_(1, index.remainder(vocab), augmented.isfinite().to(picked.scalar_type()));
+  }
+  return {torch::cat(scores, 1), torch::cat(indices, 1)};
+}
+
 }  // namespace
 
 std::vector<DecodedCaption> beam_search(
@@ -169,9 +195,10 @@ std::vector<DecodedCaption> beam_search(
   const auto image_rows = torch::arange(batch, long_options).repeat_interleave(beam);  // [B*K]
   DecoderState state = decoder.init_state(annotations).index_select(image_rows);
   auto previous = torch::full({batch * beam}, options.start_id, long_options);  // [B*K]
-  // Only beam 0 is alive at first, so step 0 does not pick the same word K times.
+  // Only the first beam of each group is alive at first, so step 0 does not pick the same word
+  // K times.
   auto scores = torch::full({batch, beam}, kNegInf, annotations.options().dtype(torch::kFloat));  // [B, K]
-  scores.select(1, 0).fill_(0.0f);
+  scores.slice(1, 0, beam, beam / options.beam_groups).fill_(0.0f);
   const auto row_base = (torch::arange(batch, long_options) * beam).unsqueeze(1);  // [B, 1]
 
   std::vector<StepRecord> records;
@@ -185,9 +212,8 @@ std::vector<DecodedCaption> beam_search(
     forbid_words(log_probs, t, options);
     history.forbid(log_probs);
     keep_an_exit(log_probs, options);
-    const auto candidates =
-        (scores.reshape({batch * beam, 1}) + log_probs).reshape({batch, beam * vocab});  // [B, K*V]
-    auto [top_scores, top_index] = candidates.topk(beam, 1);                             // [B, K], [B, K]
+    auto [top_scores, top_index] =
+        best_extensions(scores.reshape({batch * beam, 1}) + log_probs, batch, options);  // [B, K], [B, K]
     const auto words = top_index.remainder(vocab);                                       // [B, K]
     const auto parents = top_index.div(vocab, "floor");                                  // [B, K]
     const auto word_log_probs = log_probs.reshape({batch, beam * vocab}).gather(1, top_index);  // [B, K]

@@ -9,6 +9,7 @@
 
 #include "data/rng.h"
 #include "decode/shapes_evaluator.h"
+#include "eval/diversity.h"
 #include "io/json.h"
 
 namespace saccade {
@@ -155,7 +156,8 @@ SplitResults score_split(
     const std::string& split,
     const std::string& search,
     int64_t checkpoint_epoch,
-    const ScoreOptions& options) {
+    const ScoreOptions& options,
+    const std::unordered_set<std::string>* training_captions) {
   return {
       split,
       search,
@@ -164,7 +166,8 @@ SplitResults score_split(
       decoded.candidates,
       score_captions(decoded.references, decoded.candidates, options),
       decoded.shapes,
-      decoded.n_best};
+      decoded.n_best,
+      caption_diversity(decoded.candidates, decoded.n_best, training_captions)};
 }
 
 std::vector<DecodedCaption> caption_images(

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "data/feature_cache.h"
@@ -75,13 +76,16 @@ DecodedSplit decode_split(
     const Vocabulary& vocabulary,
     const DecodeSplitOptions& options = {});
 
-// The decoded split scored with the coco-caption metrics, as eval/split_results.h writes it.
+// The decoded split scored with the coco-caption metrics and its diversity, as
+// eval/split_results.h writes it; `training_captions` (words joined by one space) measure
+// novelty, nullptr = not measured.
 SplitResults score_split(
     const DecodedSplit& decoded,
     const std::string& split,
     const std::string& search,
     int64_t checkpoint_epoch,
-    const ScoreOptions& options);
+    const ScoreOptions& options,
+    const std::unordered_set<std::string>* training_captions = nullptr);
 
 // Captions of `crops` uint8 [B, crop, crop, 3] (the pipeline's output, not normalized): normalizes
 // them with `image`, encodes and searches with make_caption_search(search) under inference mode,

@@ -133,6 +133,8 @@ SearchOptions search_options_from(const Config& config, const Vocabulary& vocabu
   SearchOptions options;
   options.method = config.get_parsed("decode.method", parse_search_method);
   options.beam_size = config.get<int64_t>("decode.beam_size");
+  options.beam_groups = config.get<int64_t>("decode.beam_groups");
+  options.diversity_penalty = config.get<double>("decode.diversity_penalty");
   options.max_length = config.get<int64_t>("decode.max_length");
   options.min_length = config.get<int64_t>("decode.min_length");
   options.length_penalty = config.get<double>("decode.length_penalty");
@@ -168,6 +170,14 @@ void validate(const SearchOptions& options) {
   require(
       options.top_k >= 0, "decode.top_k must be >= 0 (0 = every word), got " + std::to_string(options.top_k));
   require(options.top_p > 0 && options.top_p <= 1, "decode.top_p must be in (0, 1]");
+  require(
+      options.method != SearchMethod::beam ||
+          (options.beam_groups >= 1 && options.beam_size % options.beam_groups == 0),
+      "decode.beam_groups must be >= 1 and divide decode.beam_size (" + std::to_string(options.beam_size) +
+          "), got " + std::to_string(options.beam_groups));
+  require(
+      std::isfinite(options.diversity_penalty) && options.diversity_penalty >= 0,
+      "decode.diversity_penalty must be a finite number >= 0");
   const int64_t kept = options.method == SearchMethod::beam ? options.beam_size : 1;
   require(
       options.n_best >= 1 && options.n_best <= kept,
@@ -244,8 +254,13 @@ std::vector<DecodedCaption> CaptionSearch::search(
 
 std::string CaptionSearch::describe() const {
   if (kind_ == SearchMethod::greedy) return "greedy";
-  if (kind_ == SearchMethod::beam) return "beam " + std::to_string(options_.beam_size);
   std::ostringstream text;
+  if (kind_ == SearchMethod::beam) {
+    text << "beam " << options_.beam_size;
+    if (options_.beam_groups > 1)
+      text << " (" << options_.beam_groups << " groups, diversity " << options_.diversity_penalty << ")";
+    return text.str();
+  }
   text << "sample";
   if (options_.temperature != 1.0) text << " T=" << options_.temperature;
   if (options_.top_k > 0) text << " top_k=" << options_.top_k;

@@ -77,6 +77,13 @@ struct SearchOptions {
   // Captions kept per image, best first, beside the chosen one: at most beam_size (beam search);
   // 1 = the chosen caption alone.
   int64_t n_best = 1;
+  // Diverse beam search (Vijayakumar et al. 2016): the beam_size hypotheses of an image form
+  // beam_groups groups of equal size (1 = plain beam search). At each step the groups choose in
+  // turn, each among its own hypotheses' extensions, with diversity_penalty subtracted from a
+  // word's log-probability once for every hypothesis of an earlier group that chose it at this
+  // step (Hamming diversity). Hypotheses keep their plain log-probabilities as scores.
+  int64_t beam_groups = 1;
+  double diversity_penalty = 0.5;
   // Never emit a word that would repeat a trigram of the caption.
   bool block_trigrams = false;
   // Words a caption may not end on (<end> is forbidden right after them), as vocabulary ids.
@@ -93,15 +100,17 @@ struct SearchOptions {
   int64_t pad_id = Vocabulary::kPad;      // never emitted, as <start> is not
 };
 
-// Reads decode.{method, beam_size, max_length, min_length, length_penalty, block_unk, hard_read,
-// block_trigrams, bad_endings, n_best, temperature, top_k, top_p}; the bad endings are looked up in
+// Reads decode.{method, beam_size, beam_groups, diversity_penalty, max_length, min_length,
+// length_penalty, block_unk, hard_read, block_trigrams, bad_endings, n_best, temperature, top_k,
+// top_p}; the bad endings are looked up in
 // `vocabulary` (words it lacks can never be emitted, and are left out). Throws ConfigError for a
 // missing, ill-typed or unknown value.
 SearchOptions search_options_from(const Config& config, const Vocabulary& vocabulary);
 
 // Throws std::invalid_argument, one sentence per broken rule: beam_size >= 1, max_length >= 1,
 // 0 <= min_length <= max_length, length_penalty >= 0 and finite, temperature >= 1e-4 and finite,
-// top_k >= 0, 0 < top_p <= 1, 1 <= n_best <= the hypotheses kept (beam_size for beam search, 1
+// top_k >= 0, 0 < top_p <= 1, beam_groups >= 1 dividing beam_size (beam search), diversity_penalty
+// >= 0 and finite, 1 <= n_best <= the hypotheses kept (beam_size for beam search, 1
 // for greedy search and sampling), token ids >= 0, start != end, unk distinct from start and end.
 void validate(const SearchOptions& options);
 
@@ -162,7 +171,8 @@ class CaptionSearch {
   CaptionSearch(SearchMethod kind, const SearchOptions& options);  // validates
   std::vector<DecodedCaption> search(
       AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const;
-  // "greedy", "beam K", or "sample" with the non-default temperature, top_k and top_p.
+  // "greedy", "beam K" (with "G groups, diversity P" for diverse beams), or "sample" with the
+  // non-default temperature, top_k and top_p.
   std::string describe() const;
 
  private:

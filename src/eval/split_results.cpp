@@ -56,6 +56,17 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
                        {"meteor", Json::number_or_null(scores.meteor)},
                        {"rouge_l", scores.rouge_l},
                        {"cider_d", scores.cider_d}})}});
+  if (results.diversity) {
+    const DiversityScores& diversity = *results.diversity;
+    report.set(
+        "diversity", Json::object(
+                         {{"vocabulary", diversity.vocabulary},
+                          {"novel", Json::number_or_null(diversity.novel)},
+                          {"distinct_1", diversity.distinct_1},
+                          {"distinct_2", diversity.distinct_2},
+                          {"mbleu4", Json::number_or_null(diversity.mbleu4)},
+                          {"n_best_images", diversity.n_best_images}}));
+  }
   if (results.shapes) {
     const ShapesScores& shapes = *results.shapes;
     report.set(

@@ -4,7 +4,8 @@
 //                                 "n_best": [{"caption", "log_prob"}, ...] under decode.n_best > 1
 //   results/<split>_scores.json   {"split", "search", "checkpoint_epoch", "images",
 //                                  "corpus": {bleu1..4, meteor, rouge_l, cider_d},
-//                                  "shapes": {...} (shapes world only), "per_image": [...]}
+//                                  "diversity": {...}, "shapes": {...} (shapes world only),
+//                                  "per_image": [...]}
 //
 //   SplitResults results{"test", "greedy", state.epoch, order, candidates, scores, shapes};
 //   write_split_results(run_dir / "results", results);
@@ -31,6 +32,17 @@ struct ScoredCaption {
   double log_prob = 0.0;  // under the model
 };
 
+// How varied the captions are (eval/diversity.h).
+struct DiversityScores {
+  int64_t captions = 0;          // the split's captions
+  int64_t vocabulary = 0;        // distinct words they use
+  std::optional<double> novel;   // share that is not a training caption; none when not measured
+  double distinct_1 = 0.0;       // distinct unigrams / unigrams
+  double distinct_2 = 0.0;       // distinct bigrams / bigrams
+  std::optional<double> mbleu4;  // mean BLEU-4 of each n-best alternative against the others
+  int64_t n_best_images = 0;     // images with at least two alternatives (mBLEU-4's)
+};
+
 struct SplitResults {
   std::string split;                              // "test"
   std::string search;                             // how the captions were found: "greedy", "beam 3"
@@ -41,6 +53,7 @@ struct SplitResults {
   std::optional<ShapesScores> shapes;  // the shapes world's attention and content metrics
   // decode.n_best > 1: each image's best captions, best first; empty otherwise.
   std::map<std::string, std::vector<ScoredCaption>> n_best = {};
+  std::optional<DiversityScores> diversity = {};
 };
 
 // Creates `results_dir` and writes <split>.json and <split>_scores.json atomically.

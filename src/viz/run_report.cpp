@@ -228,6 +228,30 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
          "in that object's box.</p>\n</section>\n";
 }
 
+std::string diversity_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
+  std::string rows;
+  for (const auto& [file, scores] : split_scores) {
+    const Json* diversity = scores.find("diversity");
+    if (diversity == nullptr) continue;
+    rows += "<tr><td>" +
+            xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
+            "</td><td class=\"number\">" + std::to_string(diversity->at("vocabulary").as_int64()) + "</td>" +
+            number_cell(json_number(*diversity, "novel"), 3) +
+            number_cell(json_number(*diversity, "distinct_1"), 3) +
+            number_cell(json_number(*diversity, "distinct_2"), 3) +
+            number_cell(json_number(*diversity, "mbleu4"), 3) + "</tr>\n";
+  }
+  if (rows.empty()) return "";
+  return "<section id=\"diversity\">\n<h2>Diversity</h2>\n<table>\n"
+         "<tr><th>split</th><th>vocabulary used</th><th>novel captions</th><th>distinct-1</th>"
+         "<th>distinct-2</th><th>mBLEU-4 among n-best</th></tr>\n" +
+         rows +
+         "</table>\n<p class=\"note\">Novel: share of captions that are not a training caption. Distinct-n: "
+         "distinct n-grams over all n-grams of the split's captions. mBLEU-4: BLEU-4 of each of an image's "
+         "n best captions against the others (decode.n_best &gt; 1; lower is more "
+         "diverse).</p>\n</section>\n";
+}
+
 ChartSeries series_of(
     const std::vector<Row>& rows, const std::string& x, const std::string& y, std::string name) {
   ChartSeries series{std::move(name), {}};
@@ -343,6 +367,7 @@ void write_run_report(const fs::path& run_dir) {
   html += summary_section(run_dir, metrics);
   html += metrics_section(metrics, val_metric_of(run_dir), split_scores);
   html += shapes_section(split_scores);
+  html += diversity_section(split_scores);
   html += curves_section(metrics);
   html += samples_section(run_dir);
   html += config_section(run_dir);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -138,7 +140,22 @@ TEST_F(EvalTest, NBestListsAreWrittenBesideTheCaption) {
     EXPECT_NE(n_best[2]["caption"].as<std::string>(), n_best[1]["caption"].as<std::string>());
     EXPECT_NE(n_best[2]["caption"].as<std::string>(), n_best[0]["caption"].as<std::string>());
   }
+  // Diversity: the vocabulary is the captions' distinct words; mBLEU-4 covers every image's list.
+  std::set<std::string> words;
+  for (const auto& entry : results) {
+    std::istringstream caption(entry["caption"].as<std::string>());
+    for (std::string word; caption >> word;) words.insert(word);
+  }
+  const YAML::Node diversity = YAML::LoadFile((run_ / "results/test_scores.json").string())["diversity"];
+  EXPECT_EQ(diversity["vocabulary"].as<size_t>(), words.size());
+  EXPECT_EQ(diversity["n_best_images"].as<int>(), 8);
+  for (const char* ratio : {"novel", "distinct_1", "distinct_2", "mbleu4"}) {
+    EXPECT_GE(diversity[ratio].as<double>(), 0.0) << ratio;
+    EXPECT_LE(diversity[ratio].as<double>(), 1.0) << ratio;
+  }
+  EXPECT_NE(result.out.find("mBLEU-4 (n-best)"), std::string::npos) << result.out;
   ASSERT_EQ(eval({"decode.beam_size=3"}).exit_code, 0);
+  EXPECT_TRUE(YAML::LoadFile((run_ / "results/test_scores.json").string())["diversity"]["mbleu4"].IsNull());
   EXPECT_FALSE(YAML::LoadFile((run_ / "results/test.json").string())[0]["n_best"]);
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,49 @@ TEST_F(BeamSearchTest, LengthPenaltyChangesTheWinner) {
   const auto normalized = beam_search(*decoder, two_images(), options)[0];
   EXPECT_EQ(normalized.tokens, (std::vector<int64_t>{kA, kC}));
   EXPECT_NEAR(normalized.log_prob, std::log(0.405), 1e-5);  // the raw log-probability is reported
+}
+
+// Diverse beams, 2 groups of 1, penalty 10, on the garden path. Step 0: group 1 takes a (.6);
+// group 2, a penalized, takes b (.4). Step 1: group 1 ends "a" (.24); group 2's b<end> (.36) is
+// penalized for group 1's <end>, so it takes "b c" (.04), which ends at step 2. Best first: "a",
+// then "b c"; plain beam 2 answers "b" (.36), as above.
+TEST_F(BeamSearchTest, DiverseGroupsTakeWordsTheEarlierGroupsDidNot) {
+  auto decoder = garden_path_decoder();
+  auto options = beam(2);
+  options.beam_groups = 2;
+  options.diversity_penalty = 10.0;
+  options.n_best = 2;
+  const auto captions = beam_search(*decoder, two_images(), options);
+  for (const auto& caption : captions) {
+    EXPECT_EQ(caption.tokens, std::vector<int64_t>{kA});
+    ASSERT_EQ(caption.n_best.size(), 2u);
+    EXPECT_EQ(caption.n_best[1].tokens, (std::vector<int64_t>{kB, kC}));
+    EXPECT_NEAR(caption.n_best[0].log_prob, std::log(0.24), 1e-5);  // plain log-probabilities
+    EXPECT_NEAR(caption.n_best[1].log_prob, std::log(0.04), 1e-4);
+    EXPECT_EQ(caption.n_best[1].alphas.size(0), 2);
+  }
+  EXPECT_EQ(make_caption_search(options)->describe(), "beam 2 (2 groups, diversity 10)");
+  options.beam_groups = 3;
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] { make_caption_search(options); }),
+      "decode.beam_groups must be >= 1 and divide decode.beam_size (2), got 3");
+}
+
+// Four groups of one on a random decoder: each group's first word (or an immediate <end>) is one
+// no earlier group took, so an image's four captions all start differently.
+TEST_F(BeamSearchTest, DiverseGroupsOfOneStartOnDifferentWords) {
+  auto decoder = testing::tiny_decoder();
+  auto options = beam(4, 3);
+  options.beam_groups = 4;
+  options.diversity_penalty = 100.0;
+  options.n_best = 4;
+  for (const auto& caption : beam_search(*decoder, torch::randn({2, 5, 6}), options)) {
+    ASSERT_EQ(caption.n_best.size(), 4u);
+    std::set<int64_t> first_words;
+    for (const auto& alternative : caption.n_best)
+      first_words.insert(alternative.tokens.empty() ? kEnd : alternative.tokens.front());
+    EXPECT_EQ(first_words.size(), 4u);
+  }
 }
 
 // Random small decoders, as in the greedy tests.
@@ -253,7 +297,8 @@ TEST_F(RandomDecoderTest, CaptionSearchPicksTheStrategy) {
 
 TEST(SearchOptions, ReadsTheDecodeKeys) {
   const Config config(YAML::Load(
-      "decode: {method: sample, beam_size: 5, max_length: 16, min_length: 2, length_penalty: 0.7, block_unk: "
+      "decode: {method: sample, beam_size: 6, beam_groups: 3, diversity_penalty: 2.5, max_length: 16, "
+      "min_length: 2, length_penalty: 0.7, block_unk: "
       "true, hard_read: expectation, n_best: 2, block_trigrams: true, bad_endings: [the, of, zebra], "
       "temperature: 0.8, top_k: 4, top_p: 0.9}"));
   const Vocabulary vocabulary({"the", "of", "red"});
@@ -266,7 +311,9 @@ TEST(SearchOptions, ReadsTheDecodeKeys) {
   EXPECT_DOUBLE_EQ(options.temperature, 0.8);
   EXPECT_EQ(options.top_k, 4);
   EXPECT_DOUBLE_EQ(options.top_p, 0.9);
-  EXPECT_EQ(options.beam_size, 5);
+  EXPECT_EQ(options.beam_size, 6);
+  EXPECT_EQ(options.beam_groups, 3);
+  EXPECT_DOUBLE_EQ(options.diversity_penalty, 2.5);
   EXPECT_EQ(options.max_length, 16);
   EXPECT_EQ(options.min_length, 2);
   EXPECT_DOUBLE_EQ(options.length_penalty, 0.7);
@@ -277,7 +324,8 @@ TEST(SearchOptions, ReadsTheDecodeKeys) {
   EXPECT_EQ(options.end_id, Vocabulary::kEnd);
   EXPECT_EQ(options.unk_id, Vocabulary::kUnk);
   const Config bad(
-      YAML::Load("decode: {method: beam, beam_size: 1, max_length: 16, min_length: 0, length_penalty: 0, "
+      YAML::Load("decode: {method: beam, beam_size: 1, beam_groups: 1, diversity_penalty: 0, max_length: 16, "
+                 "min_length: 0, length_penalty: 0, "
                  "block_unk: false, hard_read: sample, n_best: 1, block_trigrams: false, bad_endings: [], "
                  "temperature: 1, top_k: 0, top_p: 1}"));
   try {
