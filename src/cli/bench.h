@@ -10,6 +10,7 @@
 namespace saccade::cli {
 
 int bench_decoder(const Job& job);  // bench_decoder.cpp: one training step
+int bench_scst(const Job& job);     // bench_decoder.cpp: one self-critical step beside it
 int bench_beam(const Job& job);     // bench_beam.cpp: greedy and beam search
 int bench_loader(const Job& job);   // bench_loader.cpp: image decoding and batching
 

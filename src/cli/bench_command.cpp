@@ -51,6 +51,8 @@ const std::vector<BenchCase>& bench_cases() {
       {"machine", "cores, OpenMP wait policy and matmul GFLOP/s", bench_machine},
       {"decoder", "one decoder training step (peers' configuration): images/s, GFLOP/s, profile",
        bench_decoder},
+      {"scst", "one self-critical step (5 samples per image, greedy baseline) beside the cross-entropy step",
+       bench_scst},
       {"loader", "images/s: decode+resize from files, reads from the image cache, whole loader batches",
        bench_loader},
       {"beam", "caption search ms/image: greedy and beam 1, 3, 5; one image and 32 at once", bench_beam},

@@ -1,4 +1,5 @@
-// `saccade bench decoder`: the speed of one decoder training step (forward, backward, Adam) on
+// `saccade bench decoder` and `bench scst`: the speed of one decoder training step (forward,
+// backward, Adam; or self-critical: sampling with autograd, greedy baseline, CIDEr-D) on
 // synthetic annotation grids, in the configuration the peer implementations publish numbers for:
 // B=32, L=196, D=2048, attention 512, embedding 512, LSTM 512, V=10000, T=20, additive attention,
 // vector gate, no deep output, dropout 0.5. Prints images/s, ms/step by phase, the achieved
@@ -20,9 +21,12 @@
 
 #include "cli/bench.h"
 #include "cli/runtime.h"
+#include "decode/search.h"
 #include "dist/process_group.h"
+#include "eval/metrics.h"
 #include "models/decoder.h"
 #include "train/objectives.h"
+#include "train/scst.h"
 
 extern "C" int openblas_get_num_threads(void);  // OpenBLAS is linked first (src/cli/CMakeLists.txt)
 extern "C" void openblas_set_num_threads(int threads);
@@ -253,30 +257,39 @@ void bench_data_parallel(DecoderBench& bench, ProcessGroup& group) {
       100.0 * one_process / seconds);
 }
 
+void print_machine() {
+  std::printf(
+      "machine: %u cores, LibTorch threads %d, OpenBLAS threads %d, %s\n",
+      std::thread::hardware_concurrency(), at::get_num_threads(), openblas_get_num_threads(),
+      runtime_environment().c_str());
+  std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
+}
+
+void print_decoder(const DecoderOptions& options, const Placement& placement) {
+  std::printf(
+      "decoder: B=%ld L=%ld D=%ld A=%ld E=%ld H=%ld V=%ld T=%ld, %s attention, %s gate, deep output %s, "
+      "dropout %.1f, Adam; on %s\n",
+      long(kBatch), long(kLocations), long(options.annotation_dim), long(options.attention_dim),
+      long(options.embed_dim), long(options.hidden_dim), long(options.vocab_size), long(kSteps),
+      options.attention_kind.c_str(), to_string(options.gate).c_str(), options.deep_output ? "on" : "off",
+      options.dropout, describe(placement).c_str());
+}
+
+// A self-critical step's phases, in seconds.
+struct ScstTimes {
+  std::vector<double> sample, greedy, reward, backward, optimizer, total;
+};
+
 }  // namespace
 
 int bench_decoder(const Job& job) {
   const bool main_rank = job.group == nullptr || job.group->is_main();
-  if (main_rank) {
-    std::printf(
-        "machine: %u cores, LibTorch threads %d, OpenBLAS threads %d, %s\n",
-        std::thread::hardware_concurrency(), at::get_num_threads(), openblas_get_num_threads(),
-        runtime_environment().c_str());
-    std::printf("matmul 2048x2048: %.1f GFLOP/s\n", measure_matmul_gflops(2048));
-  }
+  if (main_rank) print_machine();
   torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
   DecoderBench bench(job.placement);
   bench.decoder->train();
   const DecoderOptions& options = bench.options;
-  if (main_rank) {
-    std::printf(
-        "decoder: B=%ld L=%ld D=%ld A=%ld E=%ld H=%ld V=%ld T=%ld, %s attention, %s gate, deep output %s, "
-        "dropout %.1f, Adam; on %s\n",
-        long(kBatch), long(kLocations), long(options.annotation_dim), long(options.attention_dim),
-        long(options.embed_dim), long(options.hidden_dim), long(options.vocab_size), long(kSteps),
-        options.attention_kind.c_str(), to_string(options.gate).c_str(), options.deep_output ? "on" : "off",
-        options.dropout, describe(job.placement).c_str());
-  }
+  if (main_rank) print_decoder(options, job.placement);
   if (job.group != nullptr) {
     if (main_rank) training_flops(options, kBatch, kLocations, kBatch * kSteps);
     bench_data_parallel(bench, *job.group);
@@ -291,6 +304,89 @@ int bench_decoder(const Job& job) {
   StepTimes profiled;
   print_op_profile(
       "one step", [&] { step(profiled); }, 20);
+  return 0;
+}
+
+int bench_scst(const Job& job) {
+  print_machine();
+  torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
+  DecoderBench bench(job.placement);
+  bench.decoder->train();
+  print_decoder(bench.options, job.placement);
+  constexpr int64_t kSamples = 5, kReferenceWords = 10, kCorpusImages = 5000;
+  // Synthetic references: 5 per image of 10 random words; the document frequencies of a corpus of
+  // 5000 such images.
+  const auto words_of = [](const std::vector<int64_t>& ids) {
+    Tokens words;
+    for (const int64_t id : ids) words.push_back(std::to_string(id));
+    return words;
+  };
+  const auto random_references = [&] {
+    std::vector<Tokens> references;
+    for (int i = 0; i < 5; ++i) {
+      const auto ids = torch::randint(4, bench.options.vocab_size, {kReferenceWords}, torch::kLong);
+      references.push_back(
+          words_of(std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + kReferenceWords)));
+    }
+    return references;
+  };
+  std::vector<std::vector<Tokens>> corpus;
+  for (int64_t i = 0; i < kCorpusImages; ++i) corpus.push_back(random_references());
+  const CiderD cider(corpus);
+  const std::vector<std::vector<Tokens>> references(corpus.begin(), corpus.begin() + kBatch);
+  SearchOptions sampling;
+  sampling.method = SearchMethod::sample;
+  sampling.max_length = kSteps;
+  SearchOptions greedy_options = sampling;
+  greedy_options.method = SearchMethod::greedy;
+  const auto greedy_search = make_caption_search(greedy_options);
+  ScstOptions scst_options;
+  scst_options.samples = kSamples;
+
+  const double xent =
+      median(time_steps([&](StepTimes& times) { bench.step(times, 0, kBatch, nullptr); }).total);
+  std::printf("cross-entropy step: %.1f ms, %.1f images/s\n", 1e3 * xent, kBatch / xent);
+  ScstTimes warmup, timed;
+  int64_t sampled_words = 0;
+  const auto step = [&](ScstTimes& times) {
+    const auto start = Clock::now();
+    for (auto& parameter : bench.decoder->parameters()) parameter.mutable_grad() = torch::Tensor();
+    SampledCaptions sampled;
+    {
+      const Autocast autocast(bench.placement);
+      sampled = sample_captions(*bench.decoder, bench.features.repeat_interleave(kSamples, 0), sampling);
+    }
+    bench.synchronize();
+    times.sample.push_back(seconds_since(start));
+    const auto greedy = greedy_search->search(*bench.decoder, bench.features);
+    times.greedy.push_back(seconds_since(start) - times.sample.back());
+    const double before_reward = seconds_since(start);
+    const ScstRewards scored = score_samples(cider, sampled, greedy, references, scst_options, words_of);
+    times.reward.push_back(seconds_since(start) - before_reward);
+    const double before_backward = seconds_since(start);
+    scst_terms(sampled, scored.rewards, scored.baselines).loss.backward();
+    bench.synchronize();
+    times.backward.push_back(seconds_since(start) - before_backward);
+    const double before_update = seconds_since(start);
+    bench.optimizer.step();
+    bench.synchronize();
+    times.optimizer.push_back(seconds_since(start) - before_update);
+    times.total.push_back(seconds_since(start));
+    for (const auto& words : sampled.words) sampled_words += static_cast<int64_t>(words.size());
+  };
+  for (int i = 0; i < kWarmupSteps; ++i) step(warmup);
+  sampled_words = 0;
+  for (int i = 0; i < kTimedSteps; ++i) step(timed);
+  const double scst = median(timed.total);
+  std::printf(
+      "SCST step, %ld images x %ld samples (mean %.1f words) + greedy baseline (median of %d): %.1f ms = "
+      "sample with autograd %.1f + greedy %.1f + CIDEr-D %.1f + backward %.1f + optimizer %.1f\n",
+      long(kBatch), long(kSamples), double(sampled_words) / (kTimedSteps * kBatch * kSamples), kTimedSteps,
+      1e3 * scst, 1e3 * median(timed.sample), 1e3 * median(timed.greedy), 1e3 * median(timed.reward),
+      1e3 * median(timed.backward), 1e3 * median(timed.optimizer));
+  std::printf(
+      "speed: %.1f images/s (%.1f sampled captions/s); the cross-entropy step is %.1fx faster per image\n",
+      kBatch / scst, kBatch * kSamples / scst, scst / xent);
   return 0;
 }
 

@@ -230,10 +230,13 @@ std::filesystem::path cache_file(const DatasetOptions& options, Split split) {
 }
 
 std::shared_ptr<CaptionDataset> make_caption_dataset(
-    const PreparedSplit& split, const Vocabulary& vocabulary, const VocabularyOptions& options) {
+    const PreparedSplit& split,
+    const Vocabulary& vocabulary,
+    const VocabularyOptions& options,
+    std::optional<SampleMode> mode) {
   return std::make_shared<CaptionDataset>(
       split.images, split.source, vocabulary, options,
-      split.split == Split::train ? SampleMode::per_caption : SampleMode::per_image);
+      mode.value_or(split.split == Split::train ? SampleMode::per_caption : SampleMode::per_image));
 }
 
 }  // namespace saccade

@@ -19,6 +19,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,8 +109,12 @@ PreparedDataset ensure_prepared(
 // The cache file of a split: <cache_dir>/<split>_r<resize>_c<crop>[_stretch].imgcache.
 std::filesystem::path cache_file(const DatasetOptions& options, Split split);
 
-// The dataset of a prepared split: per (image, caption) pair for train, per image otherwise.
+// The dataset of a prepared split: per (image, caption) pair for train, per image otherwise, or
+// as `mode` says.
 std::shared_ptr<CaptionDataset> make_caption_dataset(
-    const PreparedSplit& split, const Vocabulary& vocabulary, const VocabularyOptions& options);
+    const PreparedSplit& split,
+    const Vocabulary& vocabulary,
+    const VocabularyOptions& options,
+    std::optional<SampleMode> mode = std::nullopt);
 
 }  // namespace saccade

@@ -173,31 +173,53 @@ double rouge_l(const Tokens& candidate, const std::vector<Tokens>& references) {
 
 std::vector<double> cider_d(const std::vector<ImageTokens>& images) {
   check_references(images);
+  std::vector<std::vector<Tokens>> corpus;
+  corpus.reserve(images.size());
+  for (const auto& image : images) corpus.push_back(image.references);
+  const CiderD scorer(corpus);
+  std::vector<double> scores;
+  scores.reserve(images.size());
+  for (const auto& image : images)
+    scores.push_back(scorer.score({image.candidate}, image.references).front());
+  return scores;
+}
+
+CiderD::CiderD(const std::vector<std::vector<Tokens>>& corpus)
+    : images_(static_cast<int64_t>(corpus.size())) {
+  if (corpus.empty())
+    throw std::invalid_argument("CIDEr-D needs at least one image's references for its document frequencies");
   // Document frequency: in how many images' reference sets each n-gram occurs.
-  std::unordered_map<std::string, int> df;
-  for (const auto& image : images) {
+  for (const auto& references : corpus) {
     std::array<std::unordered_map<std::string, int>, kMaxNgram> seen;
-    for (const auto& reference : image.references) {
+    for (const auto& reference : references) {
       const NgramCounts counts = count_ngrams(reference);
       for (int n = 0; n < kMaxNgram; ++n) seen[n].insert(counts[n].begin(), counts[n].end());
     }
     // Keys of different orders never collide: an n-gram holds n - 1 spaces.
     for (const auto& order : seen) {
-      for (const auto& entry : order) ++df[entry.first];
+      for (const auto& entry : order) ++document_frequency_[entry.first];
     }
   }
-  const double log_images = std::log(static_cast<double>(images.size()));
+}
+
+std::vector<double> CiderD::score(
+    const std::vector<Tokens>& candidates, const std::vector<Tokens>& references) const {
+  if (references.empty()) throw std::invalid_argument("CIDEr-D needs at least one reference caption");
+  const double log_images = std::log(static_cast<double>(images_));
+  std::vector<TfIdf> reference_vectors;
+  reference_vectors.reserve(references.size());
+  for (const auto& reference : references)
+    reference_vectors.push_back(tf_idf(reference, document_frequency_, log_images));
   std::vector<double> scores;
-  scores.reserve(images.size());
-  for (const auto& image : images) {
-    const TfIdf candidate = tf_idf(image.candidate, df, log_images);
+  scores.reserve(candidates.size());
+  for (const auto& tokens : candidates) {
+    const TfIdf candidate = tf_idf(tokens, document_frequency_, log_images);
     std::array<double, kMaxNgram> total{};
-    for (const auto& reference : image.references)
-      add_similarity(candidate, tf_idf(reference, df, log_images), total);
+    for (const auto& reference : reference_vectors) add_similarity(candidate, reference, total);
     double mean = 0.0;
     for (double value : total) mean += value;
     mean /= kMaxNgram;
-    scores.push_back(10.0 * mean / image.references.size());
+    scores.push_back(10.0 * mean / static_cast<double>(references.size()));
   }
   return scores;
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -83,7 +84,25 @@ double rouge_l(const Tokens& candidate, const std::vector<Tokens>& references);
 // non-empty caption). An image's CIDEr-D = 10 * mean_n (sum_s sim_n) / #references.
 constexpr double kCiderSigma = 6.0;
 
-// CIDEr-D of every image, in input order; the corpus CIDEr-D is their mean.
+// CIDEr-D of every image, in input order, with document frequencies from these images'
+// references; the corpus CIDEr-D is their mean.
 std::vector<double> cider_d(const std::vector<ImageTokens>& images);
+
+// CIDEr-D with the document frequencies of a fixed corpus, counted once: what self-critical
+// training scores its samples with (df from the training references, N = their images),
+// however few images a batch holds.
+class CiderD {
+ public:
+  // `corpus`: each image's reference captions. Throws std::invalid_argument when it is empty.
+  explicit CiderD(const std::vector<std::vector<Tokens>>& corpus);
+  // CIDEr-D of each candidate against the same references (at least one), in input order.
+  std::vector<double> score(
+      const std::vector<Tokens>& candidates, const std::vector<Tokens>& references) const;
+  int64_t images() const { return images_; }
+
+ private:
+  std::unordered_map<std::string, int> document_frequency_;
+  int64_t images_ = 0;
+};
 
 }  // namespace saccade

@@ -120,16 +120,18 @@ class SoftContextReader : public ContextReader {
 // (`sample`, training) or alpha's most likely location (decoding). No gradient flows through the
 // choice (REINFORCE trains alpha, see train/objectives.h). Rows b with expectation_rows[b] read
 // alpha itself: the paper (Sec. 4.1) sets the sampled location to its expected value for half
-// of the training captions. Readers see a prefix of B rows when the batch shrinks.
+// of the training captions. Readers see a prefix of B rows when the batch shrinks. Given
+// `locations` ([B] or [B, N] int64), every row reads those instead of choosing: a path replayed.
 class HardContextReader : public ContextReader {
  public:
-  explicit HardContextReader(bool sample, torch::Tensor expectation_rows = {})
-      : sample_(sample), expectation_rows_(std::move(expectation_rows)) {}
+  explicit HardContextReader(bool sample, torch::Tensor expectation_rows = {}, torch::Tensor locations = {})
+      : sample_(sample), expectation_rows_(std::move(expectation_rows)), locations_(std::move(locations)) {}
   torch::Tensor weights(const torch::Tensor& alpha) const override;
 
  private:
   bool sample_;
   torch::Tensor expectation_rows_;  // [B] bool, or undefined: every row reads its chosen location
+  torch::Tensor locations_;         // [B] or [B, N] int64, or undefined: choose
 };
 
 // The shared soft reader (stateless).

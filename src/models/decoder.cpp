@@ -349,7 +349,10 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
 }
 
 DecoderStep AttentionLSTMDecoderImpl::step(
-    const DecoderState& state, const torch::Tensor& prev_tokens, HardRead read) {
+    const DecoderState& state,
+    const torch::Tensor& prev_tokens,
+    HardRead read,
+    const torch::Tensor& locations) {
   if (prev_tokens.dim() != 1 || prev_tokens.size(0) != state.h.size(0)) {
     throw std::invalid_argument(
         "step expects previous tokens [" + std::to_string(state.h.size(0)) + "], got " +
@@ -358,17 +361,18 @@ DecoderStep AttentionLSTMDecoderImpl::step(
   Recurrence w = step_recurrence();
   const auto emb = embedding(prev_tokens);                           // [B, E]
   const auto x_gates = w.input_weight.multiply(emb) + w.input_bias;  // [B, 4H]
-  const HardContextReader hard_reader(is_training());
-  const bool hard =
-      options_.attention_mode == AttentionMode::hard && (is_training() || read == HardRead::argmax);
+  const HardContextReader hard_reader(is_training(), {}, locations);
+  const bool hard = options_.attention_mode == AttentionMode::hard &&
+                    (is_training() || read == HardRead::argmax || locations.defined());
   auto out = cell(
       w, state.memory, x_gates, state.h, state.c,
       hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader());
   return {
-      readout(w, out.h, out.context, emb),
+      readout(w, out.h, out.context, emb),  // logits [B, V]
       out.alpha,
       out.gate,
-      {out.h, out.c, state.memory}};  // logits [B, V]
+      {out.h, out.c, state.memory},
+      hard ? out.weights : torch::Tensor()};
 }
 
 }  // namespace saccade

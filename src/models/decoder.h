@@ -149,6 +149,8 @@ struct DecoderStep {
   torch::Tensor alpha;   // [B, L] ([B, N, L] for multihead)
   torch::Tensor gate;    // [B, G]; undefined when the gate is none
   DecoderState state;    // the state after this step
+  // Hard attention read at a location: one-hot where it read, like alpha. Undefined otherwise.
+  torch::Tensor weights;
 };
 
 // Parameter names (checkpoints load by name):
@@ -182,9 +184,13 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
 
   // One step from `state` given the previous words [B] (int64; <start> first). The same code as
   // forward: feeding forward's tokens one by one reproduces its logits and alphas. `read` applies
-  // to hard attention outside training.
+  // to hard attention outside training (in training, locations are sampled from alpha); given
+  // `locations` ([B] or [B, N] int64), hard attention reads those, in any mode.
   DecoderStep step(
-      const DecoderState& state, const torch::Tensor& prev_tokens, HardRead read = HardRead::argmax);
+      const DecoderState& state,
+      const torch::Tensor& prev_tokens,
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& locations = {});
 
   torch::nn::Embedding embedding{nullptr};
   torch::nn::Linear init_h{nullptr}, init_c{nullptr};

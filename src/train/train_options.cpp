@@ -43,10 +43,24 @@ ValMetric parse_val_metric(const std::string& name) {
   return kValMetricNames.parse(name);
 }
 
+const EnumNames<Objective> kObjectiveNames(
+    "training objective", {{Objective::xent, "xent"}, {Objective::scst, "scst"}});
+std::string to_string(Objective objective) {
+  return kObjectiveNames.name(objective);
+}
+Objective parse_objective(const std::string& name) {
+  return kObjectiveNames.parse(name);
+}
+
 TrainOptions train_options_from(const Config& config) {
   TrainOptions options;
   options.epochs = config.get<int64_t>("train.epochs");
   options.batch_size = config.get<int64_t>("train.batch_size");
+  options.objective = config.get_parsed("train.objective", parse_objective);
+  options.scst.samples = config.get<int64_t>("train.scst.samples");
+  options.scst.baseline = config.get_parsed("train.scst.baseline", parse_scst_baseline);
+  options.scst.count_end = config.get<bool>("train.scst.count_end");
+  options.scst.function_words = config.get<std::vector<std::string>>("train.scst.function_words");
   options.optimizer = config.get_parsed("train.optimizer", parse_optimizer);
   options.learning_rate = config.get<double>("train.lr");
   options.encoder_learning_rate = config.get<double>("train.encoder_lr");
@@ -71,6 +85,7 @@ TrainOptions train_options_from(const Config& config) {
   options.sample_captions = config.get<int64_t>("train.sample_captions");
   if (auto resume = config.get_optional<std::string>("train.resume")) options.resume = *resume;
   if (auto features = config.get_optional<std::string>("train.features")) options.features = *features;
+  if (auto init_from = config.get_optional<std::string>("train.init_from")) options.init_from = *init_from;
   options.seed = static_cast<uint64_t>(config.get<int64_t>("seed"));
   return options;
 }
@@ -100,6 +115,10 @@ void validate(const TrainOptions& options) {
   require(options.val_max_images >= 0, "train.val_max_images must be >= 0 (0 = all)");
   require(options.max_length >= 1, "train.max_length must be >= 1");
   require(options.sample_captions >= 0, "train.sample_captions must be >= 0");
+  require(options.scst.samples >= 1, "train.scst.samples must be >= 1");
+  require(
+      options.scst.samples >= 2 || options.scst.baseline != ScstBaseline::mean,
+      "train.scst.baseline=mean needs train.scst.samples >= 2 (the mean of an image's other samples)");
 }
 
 double metric_value(const CaptionScores& scores, ValMetric metric) {

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "eval/caption_scores.h"
 #include "train/objectives.h"
+#include "train/scst.h"
 
 namespace saccade {
 
@@ -23,6 +24,12 @@ enum class LrSchedule { constant, step, plateau };
 std::string to_string(LrSchedule schedule);
 LrSchedule parse_schedule(const std::string& name);  // constant | step | plateau
 
+// What training maximizes: the references' likelihood (with the paper's regularizers and, for
+// hard attention, its REINFORCE terms), or the CIDEr-D of sampled captions (scst.h).
+enum class Objective { xent, scst };
+std::string to_string(Objective objective);
+Objective parse_objective(const std::string& name);  // xent | scst
+
 // The validation score that picks the best checkpoint and drives early stopping.
 enum class ValMetric { bleu1, bleu2, bleu3, bleu4, rouge_l, cider_d };
 std::string to_string(ValMetric metric);  // also its metrics.csv column
@@ -30,8 +37,10 @@ ValMetric parse_val_metric(const std::string& name);
 double metric_value(const CaptionScores& scores, ValMetric metric);
 
 struct TrainOptions {
-  int64_t epochs = 10;      // passes over the training captions
-  int64_t batch_size = 32;  // captions per optimizer step
+  int64_t epochs = 10;      // passes over the training captions (scst: images)
+  int64_t batch_size = 32;  // captions per optimizer step (scst: images, each sampled scst.samples times)
+  Objective objective = Objective::xent;
+  ScstOptions scst;  // objective=scst
   OptimizerKind optimizer = OptimizerKind::adam;
   double learning_rate = 4e-4;          // the decoder's (and a from-scratch encoder's) learning rate
   double encoder_learning_rate = 1e-4;  // fine-tuned encoder blocks' learning rate
@@ -52,6 +61,9 @@ struct TrainOptions {
   int64_t max_length = 20;                      // longest caption decoded at validation (words)
   int64_t sample_captions = 5;                  // test images captioned in the final summary; 0 = none
   std::optional<std::filesystem::path> resume;  // a run folder whose checkpoints/last to continue
+  // A run folder whose checkpoints/best weights start this run (a fresh optimizer, schedule and
+  // epoch count); its vocabulary and architecture must be this run's. Ignored when resuming.
+  std::optional<std::filesystem::path> init_from;
   // A folder written by `saccade extract` (train/, val/, test/ feature caches): the decoder
   // trains on these annotations and the frozen encoder never runs. nullopt = run the encoder.
   std::optional<std::filesystem::path> features;

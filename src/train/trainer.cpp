@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "config/config.h"
 #include "data/rng.h"
 #include "decode/decode_split.h"
 #include "io/log.h"
@@ -88,12 +89,67 @@ bool augments(const AugmentOptions& augment) {
   return augment.hflip > 0 || augment.brightness > 0 || augment.contrast > 0;
 }
 
+// The keys that decide a model's weights and what it computes with them: train.init_from refuses
+// a run that differs in one (a saved config that lacks a key is not compared on it).
+const std::vector<std::string>& architecture_keys() {
+  static const std::vector<std::string> keys = {
+      "encoder.name",           "decoder.embed_dim",     "decoder.hidden_dim",
+      "decoder.attention.kind", "decoder.attention.dim", "decoder.attention.heads",
+      "decoder.attention.mode", "decoder.gate",          "decoder.deep_output"};
+  return keys;
+}
+
+std::string yaml_text(const Config& config, const std::string& key) {
+  YAML::Emitter out;
+  out << YAML::Flow << config.resolved(key);
+  return out.c_str();
+}
+
+// Throws std::invalid_argument when `run`'s checkpoint (folder `checkpoint`) was trained with
+// another vocabulary or architecture than this run's.
+void check_initial_run(
+    const std::filesystem::path& run,
+    const std::filesystem::path& checkpoint,
+    const Vocabulary& vocabulary,
+    const std::string& config_yaml) {
+  const std::string where = "train.init_from=" + run.string() + ": ";
+  const Vocabulary theirs = load_checkpoint_vocabulary(checkpoint);
+  if (!(theirs == vocabulary)) {
+    std::string difference =
+        "sizes " + std::to_string(theirs.size()) + " and " + std::to_string(vocabulary.size());
+    for (int64_t id = 0; id < std::min(theirs.size(), vocabulary.size()); ++id) {
+      if (theirs.word(id) != vocabulary.word(id)) {
+        difference = "word " + std::to_string(id) + " is '" + theirs.word(id) + "' there, '" +
+                     vocabulary.word(id) + "' here";
+        break;
+      }
+    }
+    throw std::invalid_argument(
+        where + "its vocabulary differs from the one this run's data builds (" + difference +
+        "). HINT: use the run's dataset and dataset.vocabulary settings");
+  }
+  const Config saved(YAML::LoadFile(CheckpointFiles{checkpoint}.config().string()));
+  const Config ours(YAML::Load(config_yaml));
+  for (const auto& key : architecture_keys()) {
+    if (!saved.has(key) || !ours.has(key)) continue;
+    const std::string was = yaml_text(saved, key), is = yaml_text(ours, key);
+    if (was != is) {
+      throw std::invalid_argument(
+          where + "it was trained with " + key + "=" + was + ", this run has " + key + "=" + is +
+          ". HINT: set " + key + "=" + was);
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& metrics_columns() {
   static const std::vector<std::string> columns = {
-      "kind",  "epoch",        "step",  "loss",  "xent",  "alpha_reg", "reinforce", "attention_entropy",
-      "lr",    "images_per_s", "bleu1", "bleu2", "bleu3", "bleu4",     "rouge_l",   "cider_d",
+      "kind",        "epoch",         "step",         "loss",
+      "xent",        "alpha_reg",     "reinforce",    "attention_entropy",
+      "scst_reward", "scst_baseline", "sample_words", "function_word_endings",
+      "lr",          "images_per_s",  "bleu1",        "bleu2",
+      "bleu3",       "bleu4",         "rouge_l",      "cider_d",
       "meteor"};
   return columns;
 }
@@ -118,9 +174,12 @@ SearchOptions validation_search(const TrainOptions& train, HardRead hard_read) {
 
 // What one optimizer step logs.
 struct Trainer::StepLog {
-  int64_t images = 0;  // captions of the whole batch (every rank's part)
+  int64_t images = 0;  // captions (scst: images) of the whole batch (every rank's part)
   double loss = 0.0;
-  std::map<std::string, torch::Tensor> terms;  // xent, alpha_reg (and reinforce, attention_entropy)
+  // xent, alpha_reg (and reinforce, attention_entropy); scst: scst_reward, scst_baseline,
+  // sample_words, function_word_endings
+  std::map<std::string, torch::Tensor> terms;
+  std::optional<double> hard_reward;  // hard attention's mean reward, for its moving baseline
 };
 
 Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.train) {
@@ -130,6 +189,11 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
         "train.features and dataset.augment cannot be combined: the cached annotations were extracted from "
         "unaugmented images, so no augmentation would reach the model. HINT: set dataset.augment.hflip, "
         "brightness and contrast to 0, or train without train.features");
+  }
+  if (options_.objective == Objective::scst && setup_.dataset.augment.hflip > 0) {
+    throw std::invalid_argument(
+        "train.objective=scst and dataset.augment.hflip cannot be combined: the rewards score captions of "
+        "flipped images against unflipped references. HINT: set dataset.augment.hflip=0");
   }
   if (ranks() > 1 && !setup_.dataset.cache && setup_.dataset.on_bad_image == BadImagePolicy::skip) {
     throw std::invalid_argument(
@@ -148,11 +212,33 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
   vocabulary_ = options_.resume
                     ? load_checkpoint_vocabulary(resume_dir)
                     : build_vocabulary(data_.train.images, setup_.dataset.vocabulary.min_word_count);
-  train_set_ = make_caption_dataset(data_.train, vocabulary_, setup_.dataset.vocabulary);
+  const bool initialize = options_.init_from && !options_.resume;
+  const std::filesystem::path initial_dir =
+      initialize ? *options_.init_from / "checkpoints" / "best" : std::filesystem::path();
+  if (initialize) {
+    check_checkpoint(initial_dir);
+    check_initial_run(*options_.init_from, initial_dir, vocabulary_, setup_.config_yaml);
+  }
+  // SCST samples captions per image and scores them against all of the image's references.
+  train_set_ = make_caption_dataset(
+      data_.train, vocabulary_, setup_.dataset.vocabulary,
+      options_.objective == Objective::scst ? SampleMode::per_image : SampleMode::per_caption);
   val_set_ = make_caption_dataset(data_.val, vocabulary_, setup_.dataset.vocabulary);
 
   torch::manual_seed(options_.seed);
   model_ = build_captioner(setup_.encoder, setup_.decoder, vocabulary_.size());
+  if (initialize) {
+    try {
+      const TrainState initial = load_checkpoint(initial_dir, *model_, nullptr);
+      log::info() << "Starting from the weights of " << options_.init_from->string() << " (epoch "
+                  << initial.epoch
+                  << (initial.best_metric ? ", validation " + std::to_string(*initial.best_metric)
+                                          : std::string())
+                  << ")";
+    } catch (const std::invalid_argument& error) {
+      throw std::invalid_argument("train.init_from=" + options_.init_from->string() + ": " + error.what());
+    }
+  }
   model_->to(setup_.placement.device);  // parameters are initialized on the CPU, the same everywhere
   optimizer_ = make_optimizer(*model_, options_, setup_.encoder.weights.has_value());
   scaler_ = GradScaler(setup_.placement.precision == Precision::fp16);
@@ -195,6 +281,19 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
       train_set_, train_loader, setup_.dataset.image, make_augmentation(setup_.dataset.augment, vocabulary_));
   val_loader_ = std::make_unique<Loader>(val_set_, setup_.eval_loader, setup_.dataset.image);
   validation_search_ = make_caption_search(setup_.validation);
+  if (options_.objective == Objective::scst) {
+    // Document frequencies of the training references, with <end> as a word or not (scst.h).
+    std::vector<std::vector<Tokens>> corpus;
+    corpus.reserve(data_.train.images.size());
+    for (const auto& image : data_.train.images) {
+      auto& references = corpus.emplace_back();
+      for (const auto& caption : image.captions)
+        references.push_back(reward_tokens(caption.words, true, options_.scst.count_end));
+    }
+    scst_reward_ = std::make_unique<CiderD>(corpus);
+    scst_search_.method = SearchMethod::sample;
+    scst_search_.max_length = options_.max_length;
+  }
   if (EventWriter* events = setup_.log ? setup_.log->events() : nullptr)
     events->add_text("config", config_markdown(setup_.config_yaml), state_.step);
   log::info() << "Training on " << train_set_->size() << " captions of " << data_.train.images.size()
@@ -252,7 +351,7 @@ void Trainer::train_epoch(int64_t epoch) {
   progress.finish();
 }
 
-Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
+torch::Tensor Trainer::xent_objective(const Batch& batch, StepLog& logged) {
   const auto device = setup_.placement.device;
   const auto tokens = batch.tokens.to(device, /*non_blocking=*/true);
   // Inputs are <start> w1 .. wn, targets w1 .. wn <end>: the same row shifted by one.
@@ -274,19 +373,79 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
     }
   }
   torch::Tensor total = hard ? loss->total + hard->loss : loss->total;
-  StepLog logged;
-  logged.images = batch.size();
   logged.terms = {{"xent", loss->xent}, {"alpha_reg", loss->alpha_reg}};
   if (hard) {
     logged.terms["reinforce"] = hard->reinforce;
     logged.terms["attention_entropy"] = hard->entropy;
   }
-  std::optional<double> reward = hard ? hard->reward : std::nullopt;
-  if (ranks() > 1) {
-    total = share_of_batch(batch.size(), *loss, hard, logged, reward);
-  } else {
-    logged.loss = total.item<double>();
+  logged.hard_reward = hard ? hard->reward : std::nullopt;
+  if (ranks() == 1) return total;
+  // The whole batch's counts: captions, target tokens, sampled captions and their summed reward.
+  const int64_t sampled = hard ? hard->sampled_captions : 0;
+  auto counts = torch::tensor(
+      {static_cast<double>(batch.size()), static_cast<double>(loss->tokens), static_cast<double>(sampled),
+       logged.hard_reward ? *logged.hard_reward * static_cast<double>(sampled) : 0.0},
+      torch::kDouble);
+  setup_.group->all_reduce_sum({counts});
+  const auto count = counts.accessor<double, 1>();
+  logged.images = static_cast<int64_t>(count[0]);
+  // The cross-entropy averages over captions or tokens, the other terms over captions.
+  const double caption_share = static_cast<double>(batch.size()) / count[0];
+  const double xent_share = options_.xent_reduction == XentReduction::per_caption
+                                ? caption_share
+                                : static_cast<double>(loss->tokens) / std::max(1.0, count[1]);
+  logged.hard_reward = count[2] > 0 ? std::optional<double>(count[3] / count[2]) : std::nullopt;
+  total = xent_share * loss->xent + caption_share * loss->alpha_reg;
+  if (hard) total = total + caption_share * hard->loss;
+  sum_over_ranks(
+      total, logged, [&](const std::string& term) { return term == "xent" ? xent_share : caption_share; });
+  return total;
+}
+
+torch::Tensor Trainer::scst_objective(const Batch& batch, StepLog& logged) {
+  const int64_t samples = options_.scst.samples;
+  SampledCaptions sampled;
+  std::vector<DecodedCaption> greedy;
+  {
+    const Autocast autocast(setup_.placement);
+    const auto annotations = annotations_of(*model_, batch, *train_set_, train_features_.get());  // [B, L, D]
+    sampled = sample_captions(*model_->decoder, annotations.repeat_interleave(samples, 0), scst_search_);
+    if (options_.scst.baseline == ScstBaseline::greedy)
+      greedy = validation_search_->search(*model_->decoder, annotations.detach());
   }
+  const ScstRewards scored = score_samples(
+      *scst_reward_, sampled, greedy, batch.references, options_.scst,
+      [&](const std::vector<int64_t>& ids) { return vocabulary_.decode(ids); });
+  const ScstTerms terms = scst_terms(sampled, scored.rewards, scored.baselines);
+  std::vector<std::vector<std::string>> sampled_words;
+  double words = 0.0;
+  for (const auto& ids : sampled.words) {
+    sampled_words.push_back(vocabulary_.decode(ids));
+    words += static_cast<double>(ids.size());
+  }
+  const auto number = [](double value) { return torch::tensor(value, torch::kDouble); };
+  logged.terms = {
+      {"scst_reward", number(terms.reward)},
+      {"scst_baseline", number(terms.baseline)},
+      {"sample_words", number(words / static_cast<double>(sampled_words.size()))},
+      {"function_word_endings",
+       number(function_word_ending_share(sampled_words, options_.scst.function_words))}};
+  if (ranks() == 1) return terms.loss;
+  auto images = torch::tensor({static_cast<double>(batch.size())}, torch::kDouble);
+  setup_.group->all_reduce_sum({images});
+  logged.images = static_cast<int64_t>(images.item<double>());
+  const double share = static_cast<double>(batch.size()) / images.item<double>();
+  const torch::Tensor total = share * terms.loss;
+  sum_over_ranks(total, logged, [&](const std::string&) { return share; });
+  return total;
+}
+
+Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
+  StepLog logged;
+  logged.images = batch.size();
+  const torch::Tensor total =
+      options_.objective == Objective::scst ? scst_objective(batch, logged) : xent_objective(batch, logged);
+  if (ranks() == 1) logged.loss = total.item<double>();
   if (!std::isfinite(logged.loss) && scaler_.skip_overflowed_loss()) {
     log::debug() << "step " << state_.step + 1 << " skipped: the fp16 loss overflowed at loss scale "
                  << scaler_.state().scale;
@@ -314,43 +473,22 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
                  << scaler_.state().scale;
   }
   scaler_.update();
-  if (reward) {
+  if (logged.hard_reward) {
     const double decay = options_.hard.baseline_decay;
-    state_.reinforce_baseline =
-        state_.reinforce_baseline ? decay * *state_.reinforce_baseline + (1.0 - decay) * *reward : *reward;
+    state_.reinforce_baseline = state_.reinforce_baseline
+                                    ? decay * *state_.reinforce_baseline + (1.0 - decay) * *logged.hard_reward
+                                    : *logged.hard_reward;
   }
   ++state_.step;
   return logged;
 }
 
-torch::Tensor Trainer::share_of_batch(
-    int64_t captions,
-    const SoftAttentionLoss& loss,
-    const std::optional<HardAttentionTerms>& hard,
-    StepLog& logged,
-    std::optional<double>& reward) {
-  // The whole batch's counts: captions, target tokens, sampled captions and their summed reward.
-  const int64_t sampled = hard ? hard->sampled_captions : 0;
-  auto counts = torch::tensor(
-      {static_cast<double>(captions), static_cast<double>(loss.tokens), static_cast<double>(sampled),
-       reward ? *reward * static_cast<double>(sampled) : 0.0},
-      torch::kDouble);
-  setup_.group->all_reduce_sum({counts});
-  const auto count = counts.accessor<double, 1>();
-  logged.images = static_cast<int64_t>(count[0]);
-  // The cross-entropy averages over captions or tokens, the other terms over captions.
-  const double caption_share = static_cast<double>(captions) / count[0];
-  const double xent_share = options_.xent_reduction == XentReduction::per_caption
-                                ? caption_share
-                                : static_cast<double>(loss.tokens) / std::max(1.0, count[1]);
-  reward = count[2] > 0 ? std::optional<double>(count[3] / count[2]) : std::nullopt;
-  auto total = xent_share * loss.xent + caption_share * loss.alpha_reg;
-  if (hard) total = total + caption_share * hard->loss;
-  // The whole batch's terms, for the log and the NaN check: the sum of the ranks' shares.
+void Trainer::sum_over_ranks(
+    const torch::Tensor& total, StepLog& logged, const std::function<double(const std::string&)>& share) {
   // On the CPU: a few numbers go through the CPU's process group, whatever the device.
   std::vector<torch::Tensor> terms = {total.detach().to(torch::kCPU, torch::kDouble).reshape({1})};
   for (auto& [name, value] : logged.terms) {
-    value = (name == "xent" ? xent_share : caption_share) * value.detach().to(torch::kCPU, torch::kDouble);
+    value = share(name) * value.detach().to(torch::kCPU, torch::kDouble);
     terms.push_back(value.reshape({1}));
   }
   auto summed = torch::cat(terms);
@@ -358,7 +496,6 @@ torch::Tensor Trainer::share_of_batch(
   logged.loss = summed[0].item<double>();
   int64_t i = 1;
   for (auto& entry : logged.terms) entry.second = summed[i++];
-  return total;
 }
 
 void Trainer::write_row(const std::map<std::string, std::string>& row) {

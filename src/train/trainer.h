@@ -8,10 +8,11 @@
 //
 // The pieces, in order:
 //   set-up (the constructor)  data, vocabulary, model, optimizer, resume, feature caches, loaders
-//   step()                    one optimizer step: teacher-forced forward, the objective
-//                             (objectives.h; hard attention adds the REINFORCE terms and updates
-//                             their baseline), backward, gradient clipping, the update (skipped
-//                             when fp16 gradients overflow)
+//   step()                    one optimizer step: the objective, backward, gradient clipping, the
+//                             update (skipped when fp16 gradients overflow). xent: teacher-forced
+//                             forward (objectives.h; hard attention adds the REINFORCE terms and
+//                             updates their baseline); scst: sampled captions scored with CIDEr-D
+//                             (scst.h), over image-level batches
 //   end_epoch()               greedy decoding of the validation images scored with
 //                             BLEU/ROUGE-L/CIDEr-D; the learning-rate schedule; checkpoints/last
 //                             always, checkpoints/best when the chosen metric improved; early
@@ -45,6 +46,7 @@
 #include "device/placement.h"
 #include "dist/process_group.h"
 #include "eval/caption_scores.h"
+#include "eval/metrics.h"
 #include "io/run_log.h"
 #include "models/captioner.h"
 #include "models/checkpoint.h"
@@ -116,19 +118,19 @@ class Trainer {
 
   // One optimizer step on `batch`; returns what the metrics row of this step shows.
   StepLog step(const Batch& batch, int64_t epoch);
+  // What the step minimizes, this rank's share of the whole batch's (data-parallel), with the
+  // terms to log filled in (the whole batch's).
+  torch::Tensor xent_objective(const Batch& batch, StepLog& logged);
+  torch::Tensor scst_objective(const Batch& batch, StepLog& logged);
   void train_epoch(int64_t epoch);
   // Validates, applies the schedule, writes the checkpoints; returns whether to stop early.
   bool end_epoch(int64_t epoch);
   // The learning-rate factor the schedule applies after an epoch (1 = unchanged).
   double schedule_factor(int64_t epoch, bool improved);
-  // Data-parallel: this rank's share of the whole batch's objective (to backpropagate); the
-  // logged terms and the mean reward become the whole batch's.
-  torch::Tensor share_of_batch(
-      int64_t captions,
-      const SoftAttentionLoss& loss,
-      const std::optional<HardAttentionTerms>& hard,
-      StepLog& logged,
-      std::optional<double>& reward);
+  // Data-parallel: the whole batch's loss and logged terms, each the sum over the ranks of
+  // share(term) times the rank's value.
+  void sum_over_ranks(
+      const torch::Tensor& total, StepLog& logged, const std::function<double(const std::string&)>& share);
   // The metrics row every rank computed, written by the main rank.
   void write_row(const std::map<std::string, std::string>& row);
   int rank() const { return setup_.group ? setup_.group->rank() : 0; }
@@ -146,6 +148,8 @@ class Trainer {
   std::unique_ptr<FeatureCache> train_features_, val_features_;
   std::unique_ptr<Loader> train_loader_, val_loader_;
   std::unique_ptr<CaptionSearch> validation_search_;
+  std::unique_ptr<CiderD> scst_reward_;  // objective=scst: document frequencies of the training references
+  SearchOptions scst_search_;            // objective=scst: how captions are sampled
   GradScaler scaler_{false};
 };
 

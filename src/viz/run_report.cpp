@@ -277,6 +277,18 @@ std::string curves_section(const std::optional<MetricsTable>& metrics) {
         {"Hard attention", "step", "value"},
         {reinforce, series_of(train, "step", "attention_entropy", "attention entropy")});
   }
+  const auto reward = series_of(train, "step", "scst_reward", "mean reward (CIDEr-D)");
+  if (!reward.points.empty()) {  // a self-critical run
+    html += svg_line_chart(
+        {"Self-critical training", "step", "CIDEr-D"},
+        {reward, series_of(train, "step", "scst_baseline", "mean baseline")});
+    html += svg_line_chart(
+        {"Sampled captions: length", "step", "words"},
+        {series_of(train, "step", "sample_words", "mean words")});
+    html += svg_line_chart(
+        {"Sampled captions: function-word endings", "step", "share"},
+        {series_of(train, "step", "function_word_endings", "share ending in a function word")});
+  }
   std::vector<ChartSeries> captions;
   for (const auto& metric : kCaptionMetrics) {
     if (std::string(metric.key) != "cider_d")

@@ -91,6 +91,25 @@ TEST(Distributed, RanksAgreeWithBatchNormTrainingAndDropoutOn) {
   EXPECT_EQ(digests, parameter_digests(run / "logs/rank1.log"));
 }
 
+// Self-critical training on two ranks: each samples its images' captions, the loss weighs each
+// rank by its share of the images, and the parameters stay identical.
+TEST(Distributed, SelfCriticalRanksStayInStep) {
+  TempDir work;
+  const auto start = work / "start";
+  ASSERT_EQ(run_saccade(smoke(start, {"train.epochs=1"}), work.path()).exit_code, 0);
+  const auto run = work / "scst";
+  const auto result = run_saccade(
+      smoke(run, {"--nproc", "2", "train.objective=scst", "train.init_from=" + start.string()}), work.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto digests = parameter_digests(run / "train.log");
+  ASSERT_EQ(digests.size(), 2u);
+  EXPECT_EQ(digests, parameter_digests(run / "logs/rank1.log"));
+  const MetricsTable metrics = read_metrics_csv(run / "metrics.csv");
+  int rewards = 0;
+  for (const auto& row : metrics.rows) rewards += MetricsTable::number(row, "scst_reward").has_value();
+  EXPECT_GE(rewards, 2);
+}
+
 TEST(Distributed, TheRealTorchrunLaunchesTheWorkers) {
   if (!std::filesystem::exists("/usr/bin/python3") ||
       run_program({"/usr/bin/python3", "-c", "import torch.distributed.run"}).exit_code != 0) {

@@ -257,5 +257,99 @@ TEST(Train, FrozenEncoderTrainsFromExtractedFeatures) {
       << augmented.err;
 }
 
+// The validation rows of a run as "epoch:bleu4:cider_d".
+std::vector<std::string> validation_scores(const std::filesystem::path& run) {
+  std::vector<std::string> scores;
+  for (const auto& row : read_metrics(run)) {
+    if (row.at("kind") == "val")
+      scores.push_back(row.at("epoch") + ":" + row.at("bleu4") + ":" + row.at("cider_d"));
+  }
+  return scores;
+}
+
+TEST(Train, ScstStartsFromARunsWeightsLogsItsRewardsAndResumesExactly) {
+  TempDir start;
+  ASSERT_EQ(train_smoke(start.path(), {"train.epochs=1"}).exit_code, 0);
+  const auto initial = only_run(start.path());
+  const std::vector<std::string> scst = {
+      "train.objective=scst", "train.init_from=" + initial.string(), "train.scst.samples=3"};
+
+  // With a vanishing learning rate the first validation is the initial run's own.
+  TempDir frozen;
+  auto tiny_steps = scst;
+  tiny_steps.insert(tiny_steps.end(), {"train.epochs=1", "train.lr=1e-30"});
+  const auto result = train_smoke(frozen.path(), tiny_steps);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("Starting from the weights of " + initial.string()), std::string::npos)
+      << result.err;
+  const auto run = only_run(frozen.path());
+  ASSERT_EQ(validation_scores(run).size(), 1u);
+  EXPECT_EQ(validation_scores(run), validation_scores(initial));
+  int train_rows = 0;
+  for (const auto& row : read_metrics(run)) {
+    if (row.at("kind") != "train") continue;
+    ++train_rows;
+    EXPECT_GE(std::stod(row.at("scst_reward")), 0.0);
+    EXPECT_FALSE(row.at("scst_baseline").empty());
+    EXPECT_GT(std::stod(row.at("sample_words")), 0.0);
+    const double endings = std::stod(row.at("function_word_endings"));
+    EXPECT_TRUE(endings >= 0.0 && endings <= 1.0) << endings;
+    EXPECT_EQ(row.count("xent"), 0u);  // empty cells are left out of a row
+  }
+  EXPECT_GE(train_rows, 2);
+  // The report draws the rewards.
+  EXPECT_NE(read_file(run / "report.html").find("Self-critical training"), std::string::npos);
+  expect_exact_resume(scst);
+  auto mean_baseline = scst;
+  mean_baseline.push_back("train.scst.baseline=mean");
+  expect_exact_resume(mean_baseline);
+}
+
+TEST(Train, ScstTrainsHardAttentionOnItsOwnRewards) {
+  TempDir start;
+  ASSERT_EQ(train_smoke(start.path(), {"train.epochs=1", "decoder.attention.mode=hard"}).exit_code, 0);
+  TempDir work;
+  const auto result = train_smoke(
+      work.path(), {"decoder.attention.mode=hard", "train.objective=scst", "train.epochs=1",
+                    "train.init_from=" + only_run(start.path()).string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const auto& row : read_metrics(only_run(work.path()))) {
+    if (row.at("kind") == "train") EXPECT_TRUE(row.count("reinforce") == 0 && row.count("scst_reward") == 1);
+  }
+}
+
+TEST(Train, InitFromARunOfAnotherVocabularyOrArchitectureIsOneLine) {
+  TempDir start;
+  ASSERT_EQ(train_smoke(start.path(), {"train.epochs=1"}).exit_code, 0);
+  const std::string init_from = "train.init_from=" + only_run(start.path()).string();
+  TempDir work;
+  const auto wider = train_smoke(work.path(), {init_from, "decoder.hidden_dim=48"});
+  EXPECT_EQ(wider.exit_code, 2);
+  EXPECT_NE(
+      wider.err.find("it was trained with decoder.hidden_dim=32, this run has decoder.hidden_dim=48"),
+      std::string::npos)
+      << wider.err;
+  const auto fewer_words = train_smoke(work.path(), {init_from, "dataset.min_word_count=40"});
+  EXPECT_EQ(fewer_words.exit_code, 2);
+  EXPECT_NE(
+      fewer_words.err.find("its vocabulary differs from the one this run's data builds"), std::string::npos)
+      << fewer_words.err;
+  const auto missing = train_smoke(work.path(), {"train.init_from=" + (work / "no_run").string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("No checkpoint at"), std::string::npos) << missing.err;
+  const auto flipped =
+      train_smoke(work.path(), {init_from, "train.objective=scst", "dataset.augment.hflip=0.5"});
+  EXPECT_EQ(flipped.exit_code, 2);
+  EXPECT_NE(
+      flipped.err.find("train.objective=scst and dataset.augment.hflip cannot be combined"),
+      std::string::npos)
+      << flipped.err;
+  const auto one_sample =
+      train_smoke(work.path(), {"train.objective=scst", "train.scst.baseline=mean", "train.scst.samples=1"});
+  EXPECT_EQ(one_sample.exit_code, 2);
+  EXPECT_NE(one_sample.err.find("train.scst.baseline=mean needs train.scst.samples >= 2"), std::string::npos)
+      << one_sample.err;
+}
+
 }  // namespace
 }  // namespace saccade::testing

@@ -224,5 +224,20 @@ TEST(PublishedValues, NlgEvalNonAsciiExample) {
   EXPECT_NEAR(rouge_l(images[0].candidate, images[0].references), 0.9070631, 5e-6);
 }
 
+// A fixed corpus sets the document frequencies, whatever is scored: with N = 2 images and every
+// n-gram of "a b" in one of them, orders 1 and 2 match exactly (sim 1), orders 3 and 4 are empty
+// (sim 0): 10 * (1 + 1 + 0 + 0) / 4 = 5. Scored as a set of its own (N = 1), idf is 0 everywhere.
+TEST(CiderDScorer, DocumentFrequenciesComeFromItsCorpus) {
+  const CiderD scorer({{{"a", "b"}}, {{"c"}}});
+  EXPECT_EQ(scorer.images(), 2);
+  const std::vector<double> scores = scorer.score({{"a", "b"}, {"c"}, {}}, {{"a", "b"}});
+  EXPECT_NEAR(scores.at(0), 5.0, 1e-12);
+  EXPECT_EQ(scores.at(1), 0.0);
+  EXPECT_EQ(scores.at(2), 0.0);
+  EXPECT_EQ(cider_d({image("a b", {"a b"})}).at(0), 0.0);
+  EXPECT_THROW(CiderD({}), std::invalid_argument);
+  EXPECT_THROW(scorer.score({{"a"}}, {}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace saccade
