@@ -1,6 +1,8 @@
 // Config: typed, path-addressed reads of the composed tree, resolving interpolations on read.
 #include "config/config.h"
 
+#include <cmath>
+#include <cstdio>
 #include <limits>
 #include <type_traits>
 
@@ -61,6 +63,18 @@ T scalar_as(const YAML::Node& value, const std::string& key) {
   } else {
     const auto parsed = config_detail::parse_float(text);
     if (!scalar || !parsed) type_error(key, "a number", value);
+    // No setting takes an infinity, a NaN or a subnormal (which arithmetic and the text formats
+    // of the logs handle badly): refused here, once for every key.
+    const double magnitude = std::fabs(*parsed);
+    if (!std::isfinite(*parsed) || magnitude > std::numeric_limits<T>::max())
+      type_error(key, "a finite number", value);
+    if (magnitude != 0.0 && magnitude < std::numeric_limits<T>::min()) {
+      char smallest[16];
+      std::snprintf(smallest, sizeof(smallest), "%.2g", static_cast<double>(std::numeric_limits<T>::min()));
+      throw ConfigError(
+          key + ": " + text + " is too close to 0 (the smallest normal number is " + smallest +
+          "); use 0 or a larger number");
+    }
     return static_cast<T>(*parsed);
   }
 }

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <regex>
 
 #include "base/text.h"
@@ -279,7 +280,11 @@ std::optional<double> parse_float(const std::string& text) {
   double value = 0;
   const char* end = digits.data() + digits.size();
   auto [ptr, ec] = std::from_chars(digits.data(), end, value);
-  if (digits.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    return std::nullopt;
+  // Beyond the doubles, Python's float() (so Hydra) gives +-inf, or 0 below the subnormals:
+  // strtod's saturated result.
+  if (ec == std::errc::result_out_of_range) value = std::strtod(digits.c_str(), nullptr);
   return value;
 }
 

@@ -1,6 +1,7 @@
 // RunLog: metrics.csv rows mirrored as TensorBoard scalars (see run_log.h).
 #include "io/run_log.h"
 
+#include <cstdlib>
 #include <utility>
 
 namespace saccade {
@@ -15,7 +16,8 @@ void RunLog::write(const std::map<std::string, std::string>& row, int64_t step) 
   if (!events_) return;
   for (const auto& [column, value] : row) {
     if (column == "kind" || column == "epoch" || column == "step") continue;
-    events_->add_scalar(row.at("kind") + "/" + column, std::stod(value), step);
+    // strtod, not stod: a subnormal (a learning rate decayed far enough) is a number, not an error.
+    events_->add_scalar(row.at("kind") + "/" + column, std::strtod(value.c_str(), nullptr), step);
   }
 }
 

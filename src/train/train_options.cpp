@@ -95,7 +95,10 @@ void validate(const TrainOptions& options) {
     if (!ok) throw std::invalid_argument(message);
   };
   require(options.epochs >= 1, "train.epochs must be >= 1");
-  require(options.batch_size >= 1, "train.batch_size must be >= 1");
+  require(
+      options.batch_size >= 1 && options.batch_size <= kMaxBatchSize,
+      "train.batch_size must be in [1, " + std::to_string(kMaxBatchSize) + "], got " +
+          std::to_string(options.batch_size));
   require(options.learning_rate > 0, "train.lr must be > 0");
   require(options.encoder_learning_rate >= 0, "train.encoder_lr must be >= 0");
   require(options.weight_decay >= 0, "train.weight_decay must be >= 0");

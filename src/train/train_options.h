@@ -36,6 +36,10 @@ std::string to_string(ValMetric metric);  // also its metrics.csv column
 ValMetric parse_val_metric(const std::string& name);
 double metric_value(const CaptionScores& scores, ValMetric metric);
 
+// The largest train.batch_size: far beyond any machine's memory, and small enough that counts of
+// images (steps x batch) never overflow.
+constexpr int64_t kMaxBatchSize = int64_t{1} << 24;
+
 struct TrainOptions {
   int64_t epochs = 10;      // passes over the training captions (scst: images)
   int64_t batch_size = 32;  // captions per optimizer step (scst: images, each sampled scst.samples times)

@@ -184,6 +184,21 @@ TEST(Train, DivergingLossStopsAndKeepsLastGoodCheckpoint) {
   EXPECT_NE(read_file(run / "checkpoints/last/state.json").find("\"epoch\": 1"), std::string::npos);
 }
 
+// Numbers out of range are refused in one line naming the key, before training starts.
+TEST(Train, NumbersOutOfRangeAreOneLine) {
+  TempDir work;
+  for (const auto& [override_text, message] :
+       {std::pair{"train.lr=1e400", "train.lr: expected a finite number, got '.inf'"},
+        std::pair{"train.lr=1e-310", "train.lr: 1.0e-310 is too close to 0"},
+        std::pair{"train.batch_size=9223372036854775807", "train.batch_size must be in [1, 16777216]"},
+        std::pair{"train.epochs=99999999999999999999", "train.epochs: expected an integer"}}) {
+    const auto result = train_smoke(work.path(), {override_text});
+    EXPECT_EQ(result.exit_code, 2) << override_text;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
+}
+
 TEST(Train, BadTrainOptionIsConfigError) {
   TempDir work;
   const auto result = train_smoke(work.path(), {"train.optimizer=sgd"});

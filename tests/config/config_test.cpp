@@ -27,7 +27,10 @@ const char kTrain[] =
     "  hex: 0x10\n"
     "  bad: abc\n"
     "  none: null\n"
-    "  big: 99999999999\n";
+    "  big: 99999999999\n"
+    "  huge: 1e400\n"
+    "  tiny: 1e-310\n"
+    "  beyond_float: 1e39\n";
 
 TEST(ConfigReads, TypedValues) {
   const Config c = load(kTrain);
@@ -55,6 +58,14 @@ TEST(ConfigReads, TypeErrors) {
   EXPECT_CONFIG_ERROR(c.get<int>("train.big"), "train.big: expected an integer, got '99999999999'");
   EXPECT_CONFIG_ERROR(c.get<bool>("train.bad"), "train.bad: expected a boolean, got 'abc'");
   EXPECT_CONFIG_ERROR(c.get<double>("train.bad"), "train.bad: expected a number, got 'abc'");
+  EXPECT_CONFIG_ERROR(c.get<double>("train.huge"), "train.huge: expected a finite number, got '1e400'");
+  EXPECT_CONFIG_ERROR(
+      c.get<double>("train.tiny"),
+      "train.tiny: 1e-310 is too close to 0 (the smallest normal number is 2.2e-308); use 0 or a larger "
+      "number");
+  EXPECT_DOUBLE_EQ(c.get<double>("train.beyond_float"), 1e39);
+  EXPECT_CONFIG_ERROR(
+      c.get<float>("train.beyond_float"), "train.beyond_float: expected a finite number, got '1e39'");
   EXPECT_CONFIG_ERROR(c.get<int>("train"), "train: expected an integer, got a mapping");
   EXPECT_CONFIG_ERROR(c.get<std::string>("train.tags"), "train.tags: expected a string, got a list");
   EXPECT_CONFIG_ERROR(c.get<std::vector<int>>("train.bad"), "train.bad: expected a list, got 'abc'");
@@ -82,8 +93,9 @@ TEST(ConfigReads, HasAndKeys) {
   EXPECT_FALSE(c.has("train.nope"));
   EXPECT_THAT(c.keys(""), ElementsAre("train"));
   EXPECT_THAT(
-      c.keys("train"),
-      ElementsAre("batch_size", "lr", "amp", "name", "sizes", "scales", "tags", "hex", "bad", "none", "big"));
+      c.keys("train"), ElementsAre(
+                           "batch_size", "lr", "amp", "name", "sizes", "scales", "tags", "hex", "bad", "none",
+                           "big", "huge", "tiny", "beyond_float"));
 }
 
 TEST(ConfigYaml, PrintsLikeOmegaConf) {

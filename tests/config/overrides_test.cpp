@@ -128,8 +128,9 @@ TEST(OverrideValues, GrammarTypes) {
   EXPECT_DOUBLE_EQ(c.config.get<double>("f"), 1e-3);
   EXPECT_FALSE(c.config.get_optional<int>("nul").has_value());
   EXPECT_TRUE(c.config.get<bool>("b"));
-  EXPECT_TRUE(std::isinf(c.config.get<double>("ninf")) && c.config.get<double>("ninf") < 0);
-  EXPECT_TRUE(std::isnan(c.config.get<double>("nn")));
+  // Composed as Hydra composes them; no setting reads an infinity or a NaN as a number.
+  EXPECT_CONFIG_ERROR(c.config.get<double>("ninf"), "ninf: expected a finite number, got '-.inf'");
+  EXPECT_CONFIG_ERROR(c.config.get<double>("nn"), "nn: expected a finite number, got '.nan'");
   EXPECT_EQ(c.config.get<int>("u"), 1000);
 }
 
@@ -139,10 +140,13 @@ TEST(OverrideValues, FloatSpellings) {
   const Composition c = saccade::compose(
       {dir.path(),
        "config",
-       {"+a=-.5", "+b=.5e3", "+c=1e1_0", "+d=5.", "+e=1_0.2_5", "+g=Inf", "+h=05", "+k=1e16"}});
+       {"+a=-.5", "+b=.5e3", "+c=1e1_0", "+d=5.", "+e=1_0.2_5", "+g=Inf", "+h=05", "+k=1e16", "+big=1e400",
+        "+small=-1e-400", "+sub=1e-310"}});
+  // Beyond the doubles Python's float() saturates: 1e400 is inf, 1e-400 is 0.
   EXPECT_EQ(
       c.config.to_yaml(false),
-      "a: -0.5\nb: 500.0\nc: 10000000000.0\nd: 5.0\ne: 10.25\ng: .inf\nh: '05'\nk: 1.0e+16\n");
+      "a: -0.5\nb: 500.0\nc: 10000000000.0\nd: 5.0\ne: 10.25\ng: .inf\nh: '05'\nk: 1.0e+16\nbig: .inf\n"
+      "small: -0.0\nsub: 1.0e-310\n");
 }
 
 TEST(OverrideValues, QuotesAndEscapes) {
