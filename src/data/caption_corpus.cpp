@@ -49,8 +49,19 @@ Caption read_sentence(const Json& sentence) {
   if (raw == nullptr && tokens == nullptr) throw std::invalid_argument("missing key \"tokens\" (or \"raw\")");
   if (raw != nullptr) caption.raw = raw->as_string();
   if (tokens != nullptr) {
-    for (const Json& token : tokens->as_array()) {
-      if (!token.as_string().empty()) caption.words.push_back(token.as_string());
+    const Json::Array& list = tokens->as_array();
+    for (size_t i = 0; i < list.size(); ++i) {
+      // A token is one word: scoring keys n-grams by words joined with spaces, and vocab.json
+      // and the results files hold words.
+      const std::string& token = list[i].as_string();
+      const bool blank =
+          std::any_of(token.begin(), token.end(), [](unsigned char c) { return std::isspace(c); });
+      if (token.empty() || blank) {
+        throw std::invalid_argument(
+            "tokens[" + std::to_string(i) + "] " +
+            (token.empty() ? "is empty" : "'" + token + "' holds whitespace") + ": a token is one word");
+      }
+      caption.words.push_back(token);
     }
   } else {
     caption.words = tokenize(caption.raw);

@@ -124,6 +124,17 @@ TEST(KarpathySplit, MissingOrMistypedFieldsNameTheEntry) {
           dir,
           R"({"images": [{"filename": "a.jpg", "split": "train", "sentences": [{"tokens": "a dog"}]}]})"),
       "images[0]: sentences[0]: expected an array, got a string");
+  // A token is one word: empty tokens and tokens with spaces would corrupt vocab.json and scoring.
+  EXPECT_EQ(
+      karpathy_error(
+          dir,
+          R"({"images": [{"filename": "a.jpg", "split": "train", "sentences": [{"tokens": ["a", "big dog"]}]}]})"),
+      "images[0]: sentences[0]: tokens[1] 'big dog' holds whitespace: a token is one word");
+  EXPECT_EQ(
+      karpathy_error(
+          dir,
+          R"({"images": [{"filename": "a.jpg", "split": "train", "sentences": [{"tokens": ["a", "", "dog"]}]}]})"),
+      "images[0]: sentences[0]: tokens[1] is empty: a token is one word");
   EXPECT_EQ(
       karpathy_error(dir, R"({"images": [{"filename": 5, "split": "train", "sentences": []}]})"),
       "images[0]: expected a string, got an integer");
@@ -151,7 +162,7 @@ TEST(KarpathySplit, EmptyCaptionsAndCaptionlessImagesAreLeftOutNotFatal) {
   TempDir dir;
   write_file(dir / "split.json", R"({"images": [
     {"filename": "a.jpg", "split": "train", "imgid": 0, "sentences": [{"tokens": []}, {"tokens": ["ok"]}, {"raw": " .. "}]},
-    {"filename": "b.jpg", "split": "train", "imgid": 1, "sentences": [{"tokens": [""]}]},
+    {"filename": "b.jpg", "split": "train", "imgid": 1, "sentences": [{"raw": "?!"}]},
     {"filename": "c.jpg", "split": "train", "imgid": 2, "sentences": []}]})");
   const CaptionCorpus corpus = read_karpathy_split(dir / "split.json", dir.path());
   ASSERT_EQ(corpus.images.size(), 1u);  // b and c have no usable caption left
