@@ -125,8 +125,8 @@ int run_caption(const Job& job) {
   int failed = 0;
   for (const auto& file : expand_inputs(invocation.positional)) {
     try {
-      const torch::Tensor crop =
-          resize_and_crop(decode_image(file), run.dataset.image);  // uint8 [crop, crop, 3]
+      const torch::Tensor crop = resize_and_crop(
+          decode_image(file, run.dataset.image.max_pixels), run.dataset.image);  // uint8 [crop, crop, 3]
       const DecodedCaption caption =
           caption_images(*run.model, crop.unsqueeze(0), run.dataset.image, search, run.placement.precision)
               .front();

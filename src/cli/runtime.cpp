@@ -56,7 +56,13 @@ void apply_runtime(const RuntimeOptions& options, int local_workers) {
   log::set_console_level(options.log_level);
   const int workers = std::max(1, local_workers);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = options.threads > 0 ? options.threads : std::max(1, cores / workers);
+  int threads = options.threads > 0 ? options.threads : std::max(1, cores / workers);
+  if (threads > cores) {
+    // More compute threads than cores only adds switching (and 100000 of them take minutes to start).
+    log::warn() << "runtime.threads=" << options.threads << " is more than this machine's " << cores
+                << " cores: using " << cores;
+    threads = cores;
+  }
   at::set_num_threads(threads);
   // OpenBLAS's own pthreads take every core unless told: workers sharing a machine tell them.
   if (workers > 1) openblas_set_num_threads(threads);

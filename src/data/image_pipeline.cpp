@@ -4,12 +4,15 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <optional>
+#include <utility>
 
 namespace saccade {
 namespace {
@@ -51,6 +54,50 @@ std::string sniff_format(const std::string& bytes) {
   if (starts_with(bytes, "RIFF", 4) && starts_with(bytes, "WEBP", 4, 8)) return "webp";
   if (bytes.size() >= 2 && bytes[0] == 'P' && bytes[1] >= '1' && bytes[1] <= '6') return "pnm";
   return "";
+}
+
+// Width x height from a PNG, JPEG or BMP header, without decoding; nullopt for the other formats
+// or a header that does not say.
+std::optional<std::pair<int64_t, int64_t>> header_size(const std::string& bytes, const std::string& format) {
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  const size_t size = bytes.size();
+  const auto big_endian = [&](size_t at, int count) {
+    int64_t value = 0;
+    for (int i = 0; i < count; ++i) value = value << 8 | b[at + i];
+    return value;
+  };
+  if (format == "png" && size >= 24) return std::pair{big_endian(16, 4), big_endian(20, 4)};  // IHDR
+  if (format == "bmp" && size >= 26) {
+    int32_t width = 0, height = 0;
+    std::memcpy(&width, b + 18, 4);  // little-endian, as the machines saccade runs on
+    std::memcpy(&height, b + 22, 4);
+    return std::pair{std::abs(int64_t{width}), std::abs(int64_t{height})};  // negative height: top-down
+  }
+  if (format != "jpeg") return std::nullopt;
+  // Walk the markers to the first start-of-frame (SOF0..SOF15 but DHT C4, JPG C8, DAC CC).
+  for (size_t i = 2; i + 9 <= size;) {
+    if (b[i] != 0xFF) return std::nullopt;
+    const unsigned char marker = b[i + 1];
+    if (marker == 0xFF) {
+      ++i;
+      continue;
+    }
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD9)) {
+      i += 2;
+      continue;
+    }
+    if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC)
+      return std::pair{big_endian(i + 7, 2), big_endian(i + 5, 2)};
+    i += 2 + static_cast<size_t>(big_endian(i + 2, 2));
+  }
+  return std::nullopt;
+}
+
+void check_pixels(const std::filesystem::path& path, int64_t width, int64_t height, int64_t max_pixels) {
+  if (width * height <= max_pixels) return;
+  throw BadImageError(
+      path, "the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                " pixels, more than data.max_pixels=" + std::to_string(max_pixels));
 }
 
 // libjpeg pads a cut-off JPEG with gray and reports success, so check that an end-of-image
@@ -104,6 +151,7 @@ ImageOptions image_options_from(const Config& config) {
   options.keep_aspect = config.get<bool>("dataset.image.keep_aspect");
   options.mean = config.get<std::vector<float>>("dataset.image.mean");
   options.std = config.get<std::vector<float>>("dataset.image.std");
+  options.max_pixels = config.get<int64_t>("data.max_pixels");
   return options;
 }
 
@@ -123,6 +171,8 @@ void validate(const ImageOptions& options) {
     if (!(value > 0))
       throw std::invalid_argument("dataset.image.std values must be > 0, got " + std::to_string(value));
   }
+  if (options.max_pixels < 1)
+    throw std::invalid_argument("data.max_pixels must be >= 1, got " + std::to_string(options.max_pixels));
 }
 
 BadImageError::BadImageError(const std::filesystem::path& path, const std::string& reason)
@@ -140,7 +190,7 @@ std::string check_image_file(const std::filesystem::path& path) {
   return unsupported_format_reason(head);
 }
 
-torch::Tensor decode_image(const std::filesystem::path& path) {
+torch::Tensor decode_image(const std::filesystem::path& path, int64_t max_pixels) {
   std::string problem = file_problem(path);
   if (!problem.empty()) throw BadImageError(path, problem);
   std::ifstream in(path, std::ios::binary);
@@ -151,9 +201,11 @@ torch::Tensor decode_image(const std::filesystem::path& path) {
   if (format == "jpeg" && !jpeg_is_complete(bytes)) {
     throw BadImageError(path, "the JPEG data is truncated (no end-of-image marker)");
   }
+  if (const auto size = header_size(bytes, format)) check_pixels(path, size->first, size->second, max_pixels);
   const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
   cv::Mat bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
   if (bgr.empty()) throw BadImageError(path, "the " + format + " data is corrupt or truncated");
+  check_pixels(path, bgr.cols, bgr.rows, max_pixels);
   cv::Mat rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
   return tensor_from_mat(rgb);
@@ -205,7 +257,7 @@ torch::Tensor resize_and_crop(const torch::Tensor& rgb, const ImageOptions& opti
 }
 
 torch::Tensor load_image(const std::filesystem::path& path, const ImageOptions& options) {
-  return resize_and_crop(decode_image(path), options);
+  return resize_and_crop(decode_image(path, options.max_pixels), options);
 }
 
 torch::Tensor normalize_images(const torch::Tensor& images, const ImageOptions& options) {

@@ -36,11 +36,16 @@ struct ImageOptions {
   // normalize_images. Defaults: ImageNet's, which pretrained torchvision encoders expect.
   std::vector<float> mean = {0.485f, 0.456f, 0.406f};
   std::vector<float> std = {0.229f, 0.224f, 0.225f};
+  // The largest image decoded (width x height, data.max_pixels): a small file may hold a huge
+  // image (a 430 KB PNG of 20000 x 20000 pixels decodes to 1.2 GB, three times over).
+  int64_t max_pixels = kDefaultMaxPixels;
+  static constexpr int64_t kDefaultMaxPixels = 100'000'000;
 };
 
-// Reads dataset.image.{resize, crop, keep_aspect, mean, std}.
+// Reads dataset.image.{resize, crop, keep_aspect, mean, std} and data.max_pixels.
 ImageOptions image_options_from(const Config& config);
-// Throws std::invalid_argument: crop >= 1, resize >= crop, mean and std of 3 values, std > 0.
+// Throws std::invalid_argument: crop >= 1, resize >= crop, mean and std of 3 values, std > 0,
+// max_pixels >= 1.
 void validate(const ImageOptions& options);
 
 // An image file that cannot be used: missing, empty, not an image, corrupt or truncated.
@@ -65,8 +70,11 @@ std::string check_image_file(const std::filesystem::path& path);
 // replicated to three channels, an alpha channel is dropped (as PIL's convert("RGB")), 16-bit
 // samples are scaled to 8 bits, EXIF orientation is ignored (as PIL and torchvision do). Throws
 // BadImageError for a missing or empty file, an unknown format, a decoding failure, or a JPEG
-// with no end-of-image marker after its last scan (libjpeg would return it gray-filled).
-torch::Tensor decode_image(const std::filesystem::path& path);
+// with no end-of-image marker after its last scan (libjpeg would return it gray-filled), and an
+// image of more than `max_pixels` pixels (found in the header before decoding for PNG, JPEG and
+// BMP, after it for the other formats).
+torch::Tensor decode_image(
+    const std::filesystem::path& path, int64_t max_pixels = ImageOptions::kDefaultMaxPixels);
 
 // Writes uint8 [H, W, 3] RGB as PNG (compression level 6, lossless) or JPEG (quality 95), chosen
 // by the extension (.png, .jpg, .jpeg). Throws std::invalid_argument for another extension,

@@ -199,6 +199,15 @@ TEST(Train, NumbersOutOfRangeAreOneLine) {
   }
 }
 
+// More threads than cores are cut to the cores with a warning, not started one by one.
+TEST(Train, ThreadsBeyondTheCoresAreCutWithAWarning) {
+  TempDir work;
+  const auto result = train_smoke(work.path(), {"runtime.threads=100000", "train.epochs=1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("runtime.threads=100000 is more than this machine's"), std::string::npos)
+      << result.err;
+}
+
 TEST(Train, BadTrainOptionIsConfigError) {
   TempDir work;
   const auto result = train_smoke(work.path(), {"train.optimizer=sgd"});

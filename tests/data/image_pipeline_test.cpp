@@ -25,9 +25,10 @@ ImageOptions sizes(int resize, int crop, bool keep_aspect = true) {
 
 // The BadImageError message decode_image raises for `path`, without the "Could not decode
 // image <path>: " prefix (checked once below).
-std::string decode_reason(const std::filesystem::path& path) {
+std::string decode_reason(
+    const std::filesystem::path& path, int64_t max_pixels = ImageOptions::kDefaultMaxPixels) {
   try {
-    decode_image(path);
+    decode_image(path, max_pixels);
   } catch (const BadImageError& error) {
     EXPECT_EQ(error.path(), path);
     EXPECT_EQ(std::string(error.what()), "Could not decode image " + path.string() + ": " + error.reason());
@@ -167,6 +168,31 @@ TEST(ImagePipeline, MapBoxFollowsResizeAndCrop) {
   EXPECT_EQ(map_box(Box{180, 90, 200, 100}, 100, 200, options), (Box{50, 45, 50, 50}));
   // Identity geometry leaves boxes alone.
   EXPECT_EQ(map_box(Box{3, 4, 10, 12}, 64, 64, sizes(64, 64)), (Box{3, 4, 10, 12}));
+}
+
+// The size is read from the header before decoding (PNG, JPEG, BMP) or checked after it (others).
+TEST(ImagePipeline, ImagesOfMoreThanMaxPixelsAreBadImages) {
+  TempDir dir;
+  const torch::Tensor image = pattern_image(50, 100);  // 100 wide, 50 high
+  for (const char* name : {"a.png", "a.jpg"}) {
+    write_image(dir / name, image);
+    EXPECT_EQ(
+        decode_reason(dir / name, 4999), "the image is 100 x 50 pixels, more than data.max_pixels=4999");
+    EXPECT_EQ(decode_image(dir / name, 5000).sizes(), (std::vector<int64_t>{50, 100, 3})) << name;
+  }
+  cv::Mat bgr(50, 100, CV_8UC3, cv::Scalar(10, 20, 30));
+  for (const char* name : {"a.bmp", "a.tiff"}) {
+    ASSERT_TRUE(cv::imwrite((dir / name).string(), bgr));
+    EXPECT_EQ(
+        decode_reason(dir / name, 4999), "the image is 100 x 50 pixels, more than data.max_pixels=4999");
+  }
+  // A PNG header claiming 20000 x 20000 pixels is refused without decoding what follows.
+  const std::string png = read_file(dir / "a.png");
+  std::string huge = png.substr(0, 16) + std::string("\x00\x00\x4E\x20\x00\x00\x4E\x20", 8) + png.substr(24);
+  write_file(dir / "huge.png", huge);
+  EXPECT_EQ(
+      decode_reason(dir / "huge.png"),
+      "the image is 20000 x 20000 pixels, more than data.max_pixels=100000000");
 }
 
 TEST(ImagePipeline, BadFilesAreNamedWithTheReason) {
