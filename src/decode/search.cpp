@@ -171,8 +171,8 @@ void validate(const SearchOptions& options) {
       options.top_k >= 0, "decode.top_k must be >= 0 (0 = every word), got " + std::to_string(options.top_k));
   require(options.top_p > 0 && options.top_p <= 1, "decode.top_p must be in (0, 1]");
   require(
-      options.method != SearchMethod::beam ||
-          (options.beam_groups >= 1 && options.beam_size % options.beam_groups == 0),
+      options.beam_groups >= 1 &&
+          (options.method != SearchMethod::beam || options.beam_size % options.beam_groups == 0),
       "decode.beam_groups must be >= 1 and divide decode.beam_size (" + std::to_string(options.beam_size) +
           "), got " + std::to_string(options.beam_groups));
   require(
@@ -274,7 +274,12 @@ std::unique_ptr<CaptionSearch> make_caption_search(const SearchOptions& options)
     return std::make_unique<CaptionSearch>(SearchMethod::sample, options);
   if (greedy_suffices(options)) return std::make_unique<CaptionSearch>(SearchMethod::greedy, options);
   SearchOptions beam = options;
-  if (options.method == SearchMethod::greedy) beam.beam_size = 1;
+  if (options.method == SearchMethod::greedy) {
+    // Greedy search under rules only beam search honours: a beam of one, one group.
+    beam.method = SearchMethod::beam;
+    beam.beam_size = 1;
+    beam.beam_groups = 1;
+  }
   return std::make_unique<CaptionSearch>(SearchMethod::beam, beam);
 }
 

@@ -28,7 +28,7 @@ DiversityScores caption_diversity(
   scores.captions = static_cast<int64_t>(candidates.size());
   std::set<std::string> words;
   std::array<std::set<std::string>, 2> distinct;
-  std::array<int64_t, 2> total{};
+  std::array<int64_t, 2> total{};  // n-grams of each order; total[0] is the words
   int64_t novel = 0;
   for (const auto& [image, caption] : candidates) {
     const Tokens tokens = split_words(caption);
@@ -44,8 +44,9 @@ DiversityScores caption_diversity(
   }
   scores.vocabulary = static_cast<int64_t>(words.size());
   const auto share = [](double part, double whole) { return whole > 0 ? part / whole : 0.0; };
+  // Li et al. divide both by the words generated.
   scores.distinct_1 = share(static_cast<double>(distinct[0].size()), static_cast<double>(total[0]));
-  scores.distinct_2 = share(static_cast<double>(distinct[1].size()), static_cast<double>(total[1]));
+  scores.distinct_2 = share(static_cast<double>(distinct[1].size()), static_cast<double>(total[0]));
   if (training_captions)
     scores.novel = share(static_cast<double>(novel), static_cast<double>(scores.captions));
 

@@ -4,7 +4,7 @@
 //
 // Over the split's chosen captions (split on spaces): the vocabulary used (distinct words), the
 // share of captions that are not word for word a training caption (novel), and distinct-n, the
-// distinct n-grams over all n-grams of all captions (Li et al. 2016), for n = 1, 2. Among each
+// distinct n-grams of all captions over the words of all captions (Li et al. 2016), n = 1, 2. Among each
 // image's n best captions (decode.n_best > 1): mBLEU-4 (Shetty et al. 2017), the BLEU-4 of each
 // alternative against the image's other alternatives as references, averaged over the
 // alternatives and then over the images; lower is more diverse.

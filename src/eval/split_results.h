@@ -38,7 +38,7 @@ struct DiversityScores {
   int64_t vocabulary = 0;        // distinct words they use
   std::optional<double> novel;   // share that is not a training caption; none when not measured
   double distinct_1 = 0.0;       // distinct unigrams / unigrams
-  double distinct_2 = 0.0;       // distinct bigrams / bigrams
+  double distinct_2 = 0.0;       // distinct bigrams / words
   std::optional<double> mbleu4;  // mean BLEU-4 of each n-best alternative against the others
   int64_t n_best_images = 0;     // images with at least two alternatives (mBLEU-4's)
 };

@@ -64,9 +64,10 @@ AttentionMemory AttentionMemory::head(int64_t n) const {
 torch::Tensor HardContextReader::weights(const torch::Tensor& alpha) const {
   const int64_t rows = alpha.size(0), heads = alpha.size(1), locations = alpha.size(2);
   const auto flat = alpha.detach().reshape({rows * heads, locations});  // [B * N, L]
-  const auto chosen = locations_.defined() ? locations_.narrow(0, 0, rows).reshape({rows * heads, 1})
-                      : sample_            ? torch::multinomial(flat, 1)
-                                           : flat.argmax(1, true);  // [B * N, 1] eq. 8
+  const auto chosen = locations_.defined()
+                          ? locations_.narrow(0, 0, rows).reshape({rows * heads, 1}).to(alpha.device())
+                      : sample_ ? torch::multinomial(flat, 1)
+                                : flat.argmax(1, true);  // [B * N, 1] eq. 8
   const auto one_hot =
       torch::zeros_like(flat).scatter_(1, chosen, 1.0).view({rows, heads, locations});  // [B, N, L]
   if (!expectation_rows_.defined()) return one_hot;

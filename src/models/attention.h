@@ -118,10 +118,11 @@ class SoftContextReader : public ContextReader {
 
 // Hard (stochastic) attention: w is one-hot at one location per row and head, sampled from alpha
 // (`sample`, training) or alpha's most likely location (decoding). No gradient flows through the
-// choice (REINFORCE trains alpha, see train/objectives.h). Rows b with expectation_rows[b] read
+// choice (REINFORCE trains alpha: train/objectives.h, train/scst.h). Rows b with expectation_rows[b] read
 // alpha itself: the paper (Sec. 4.1) sets the sampled location to its expected value for half
 // of the training captions. Readers see a prefix of B rows when the batch shrinks. Given
-// `locations` ([B] or [B, N] int64), every row reads those instead of choosing: a path replayed.
+// `locations` ([B] with one head, [B, N] with N), every row reads those instead of choosing: a
+// path replayed.
 class HardContextReader : public ContextReader {
  public:
   explicit HardContextReader(bool sample, torch::Tensor expectation_rows = {}, torch::Tensor locations = {})

@@ -185,7 +185,7 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
   // One step from `state` given the previous words [B] (int64; <start> first). The same code as
   // forward: feeding forward's tokens one by one reproduces its logits and alphas. `read` applies
   // to hard attention outside training (in training, locations are sampled from alpha); given
-  // `locations` ([B] or [B, N] int64), hard attention reads those, in any mode.
+  // `locations` (int64 [B] with one head, [B, N] with N), hard attention reads those, in any mode.
   DecoderStep step(
       const DecoderState& state,
       const torch::Tensor& prev_tokens,

@@ -57,13 +57,13 @@ struct TrainOptions {
   double alpha_reg = 1.0;           // lambda of the doubly stochastic regularization; 0 = off
   HardAttentionOptions hard;        // the REINFORCE terms, for decoder.attention.mode=hard
   XentReduction xent_reduction = XentReduction::per_caption;
-  int64_t log_every = 20;                       // optimizer steps between metrics.csv rows
-  int64_t max_steps_per_epoch = 0;              // stop an epoch after this many steps; 0 = the whole split
-  ValMetric val_metric = ValMetric::bleu4;      // best checkpoint and early stopping
-  int64_t early_stopping_patience = 0;          // epochs without improvement before stopping; 0 = never
-  int64_t val_max_images = 0;                   // validate on the first n images; 0 = all
-  int64_t max_length = 20;                      // longest caption decoded at validation (words)
-  int64_t sample_captions = 5;                  // test images captioned in the final summary; 0 = none
+  int64_t log_every = 20;                   // optimizer steps between metrics.csv rows
+  int64_t max_steps_per_epoch = 0;          // stop an epoch after this many steps; 0 = the whole split
+  ValMetric val_metric = ValMetric::bleu4;  // best checkpoint and early stopping
+  int64_t early_stopping_patience = 0;      // epochs without improvement before stopping; 0 = never
+  int64_t val_max_images = 0;               // validate on the first n images; 0 = all
+  int64_t max_length = 20;      // longest caption decoded at validation, and sampled by SCST (words)
+  int64_t sample_captions = 5;  // test images captioned in the final summary; 0 = none
   std::optional<std::filesystem::path> resume;  // a run folder whose checkpoints/last to continue
   // A run folder whose checkpoints/best weights start this run (a fresh optimizer, schedule and
   // epoch count); its vocabulary and architecture must be this run's. Ignored when resuming.

@@ -105,39 +105,50 @@ std::string yaml_text(const Config& config, const std::string& key) {
   return out.c_str();
 }
 
-// Throws std::invalid_argument when `run`'s checkpoint (folder `checkpoint`) was trained with
-// another vocabulary or architecture than this run's.
-void check_initial_run(
+// Loads `run`'s checkpoints/best weights into `model`, after checking that they were trained with
+// this run's vocabulary and architecture. Throws std::invalid_argument, one line naming
+// train.init_from, for anything that stops it (a missing or unreadable checkpoint included).
+void initialize_from(
     const std::filesystem::path& run,
-    const std::filesystem::path& checkpoint,
+    torch::nn::Module& model,
     const Vocabulary& vocabulary,
     const std::string& config_yaml) {
-  const std::string where = "train.init_from=" + run.string() + ": ";
-  const Vocabulary theirs = load_checkpoint_vocabulary(checkpoint);
-  if (!(theirs == vocabulary)) {
-    std::string difference =
-        "sizes " + std::to_string(theirs.size()) + " and " + std::to_string(vocabulary.size());
-    for (int64_t id = 0; id < std::min(theirs.size(), vocabulary.size()); ++id) {
-      if (theirs.word(id) != vocabulary.word(id)) {
-        difference = "word " + std::to_string(id) + " is '" + theirs.word(id) + "' there, '" +
-                     vocabulary.word(id) + "' here";
-        break;
+  const std::filesystem::path checkpoint = run / "checkpoints" / "best";
+  try {
+    check_checkpoint(checkpoint);
+    const Vocabulary theirs = load_checkpoint_vocabulary(checkpoint);
+    if (!(theirs == vocabulary)) {
+      std::string difference =
+          "sizes " + std::to_string(theirs.size()) + " and " + std::to_string(vocabulary.size());
+      for (int64_t id = 0; id < std::min(theirs.size(), vocabulary.size()); ++id) {
+        if (theirs.word(id) != vocabulary.word(id)) {
+          difference = "word " + std::to_string(id) + " is '" + theirs.word(id) + "' there, '" +
+                       vocabulary.word(id) + "' here";
+          break;
+        }
+      }
+      throw std::invalid_argument(
+          "its vocabulary differs from the one this run's data builds (" + difference +
+          "). HINT: use the run's dataset and dataset.vocabulary settings");
+    }
+    const Config saved(YAML::LoadFile(CheckpointFiles{checkpoint}.config().string()));
+    const Config ours(YAML::Load(config_yaml));
+    for (const auto& key : architecture_keys()) {
+      if (!saved.has(key) || !ours.has(key)) continue;
+      const std::string was = yaml_text(saved, key), is = yaml_text(ours, key);
+      if (was != is) {
+        throw std::invalid_argument(
+            "it was trained with " + key + "=" + was + ", this run has " + key + "=" + is + ". HINT: set " +
+            key + "=" + was);
       }
     }
-    throw std::invalid_argument(
-        where + "its vocabulary differs from the one this run's data builds (" + difference +
-        "). HINT: use the run's dataset and dataset.vocabulary settings");
-  }
-  const Config saved(YAML::LoadFile(CheckpointFiles{checkpoint}.config().string()));
-  const Config ours(YAML::Load(config_yaml));
-  for (const auto& key : architecture_keys()) {
-    if (!saved.has(key) || !ours.has(key)) continue;
-    const std::string was = yaml_text(saved, key), is = yaml_text(ours, key);
-    if (was != is) {
-      throw std::invalid_argument(
-          where + "it was trained with " + key + "=" + was + ", this run has " + key + "=" + is +
-          ". HINT: set " + key + "=" + was);
-    }
+    const TrainState initial = load_checkpoint(checkpoint, model, nullptr);
+    log::info() << "Starting from the weights of " << run.string() << " (epoch " << initial.epoch
+                << (initial.best_metric ? ", validation " + std::to_string(*initial.best_metric)
+                                        : std::string())
+                << ")";
+  } catch (const std::exception& error) {
+    throw std::invalid_argument("train.init_from=" + run.string() + ": " + error.what());
   }
 }
 
@@ -212,13 +223,6 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
   vocabulary_ = options_.resume
                     ? load_checkpoint_vocabulary(resume_dir)
                     : build_vocabulary(data_.train.images, setup_.dataset.vocabulary.min_word_count);
-  const bool initialize = options_.init_from && !options_.resume;
-  const std::filesystem::path initial_dir =
-      initialize ? *options_.init_from / "checkpoints" / "best" : std::filesystem::path();
-  if (initialize) {
-    check_checkpoint(initial_dir);
-    check_initial_run(*options_.init_from, initial_dir, vocabulary_, setup_.config_yaml);
-  }
   // SCST samples captions per image and scores them against all of the image's references.
   train_set_ = make_caption_dataset(
       data_.train, vocabulary_, setup_.dataset.vocabulary,
@@ -227,18 +231,8 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
 
   torch::manual_seed(options_.seed);
   model_ = build_captioner(setup_.encoder, setup_.decoder, vocabulary_.size());
-  if (initialize) {
-    try {
-      const TrainState initial = load_checkpoint(initial_dir, *model_, nullptr);
-      log::info() << "Starting from the weights of " << options_.init_from->string() << " (epoch "
-                  << initial.epoch
-                  << (initial.best_metric ? ", validation " + std::to_string(*initial.best_metric)
-                                          : std::string())
-                  << ")";
-    } catch (const std::invalid_argument& error) {
-      throw std::invalid_argument("train.init_from=" + options_.init_from->string() + ": " + error.what());
-    }
-  }
+  if (options_.init_from && !options_.resume)
+    initialize_from(*options_.init_from, *model_, vocabulary_, setup_.config_yaml);
   model_->to(setup_.placement.device);  // parameters are initialized on the CPU, the same everywhere
   optimizer_ = make_optimizer(*model_, options_, setup_.encoder.weights.has_value());
   scaler_ = GradScaler(setup_.placement.precision == Precision::fp16);
@@ -296,9 +290,13 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
   }
   if (EventWriter* events = setup_.log ? setup_.log->events() : nullptr)
     events->add_text("config", config_markdown(setup_.config_yaml), state_.step);
-  log::info() << "Training on " << train_set_->size() << " captions of " << data_.train.images.size()
-              << " images; validating on " << val_set_->size() << " images; vocabulary " << vocabulary_.size()
-              << " words; " << parameter_count(*model_) << " parameters; on " << describe(setup_.placement);
+  log::info() << "Training on "
+              << (options_.objective == Objective::scst
+                      ? std::to_string(options_.scst.samples) + " sampled captions of each of"
+                      : std::to_string(train_set_->size()) + " captions of")
+              << " " << data_.train.images.size() << " images; validating on " << val_set_->size()
+              << " images; vocabulary " << vocabulary_.size() << " words; " << parameter_count(*model_)
+              << " parameters; on " << describe(setup_.placement);
 }
 
 Trainer::~Trainer() = default;

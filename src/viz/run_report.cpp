@@ -247,7 +247,7 @@ std::string diversity_section(const std::vector<std::pair<std::string, Json>>& s
          "<th>distinct-2</th><th>mBLEU-4 among n-best</th></tr>\n" +
          rows +
          "</table>\n<p class=\"note\">Novel: share of captions that are not a training caption. Distinct-n: "
-         "distinct n-grams over all n-grams of the split's captions. mBLEU-4: BLEU-4 of each of an image's "
+         "distinct n-grams of the split's captions over their words. mBLEU-4: BLEU-4 of each of an image's "
          "n best captions against the others (decode.n_best &gt; 1; lower is more "
          "diverse).</p>\n</section>\n";
 }

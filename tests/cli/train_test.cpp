@@ -359,8 +359,11 @@ TEST(Train, InitFromARunOfAnotherVocabularyOrArchitectureIsOneLine) {
       fewer_words.err.find("its vocabulary differs from the one this run's data builds"), std::string::npos)
       << fewer_words.err;
   const auto missing = train_smoke(work.path(), {"train.init_from=" + (work / "no_run").string()});
-  EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.err.find("No checkpoint at"), std::string::npos) << missing.err;
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(
+      missing.err.find("train.init_from=" + (work / "no_run").string() + ": No checkpoint at"),
+      std::string::npos)
+      << missing.err;
   const auto flipped =
       train_smoke(work.path(), {init_from, "train.objective=scst", "dataset.augment.hflip=0.5"});
   EXPECT_EQ(flipped.exit_code, 2);

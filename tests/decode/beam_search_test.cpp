@@ -132,6 +132,16 @@ TEST_F(BeamSearchTest, DiverseGroupsTakeWordsTheEarlierGroupsDidNot) {
   EXPECT_EQ(
       testing::message_of<std::invalid_argument>([&] { make_caption_search(options); }),
       "decode.beam_groups must be >= 1 and divide decode.beam_size (2), got 3");
+  // Greedy search under a minimum length runs as a beam of one, in one group.
+  options.method = SearchMethod::greedy;
+  options.n_best = 1;
+  options.min_length = 1;
+  EXPECT_EQ(make_caption_search(options)->describe(), "beam 1");
+  EXPECT_EQ(make_caption_search(options)->search(*decoder, two_images())[0].tokens.size(), 1u);
+  options.beam_groups = 0;
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] { make_caption_search(options); }),
+      "decode.beam_groups must be >= 1 and divide decode.beam_size (2), got 0");
 }
 
 // Four groups of one on a random decoder: each group's first word (or an immediate <end>) is one

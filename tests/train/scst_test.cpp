@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <vector>
@@ -58,23 +59,35 @@ Gradient gradients(AttentionLSTMDecoderImpl& decoder, const torch::Tensor& loss)
   return grads;
 }
 
-// log p(words, [<end>], locations) by feeding the path step by step, over the emittable tokens.
+// log p(words, [<end>], locations) over the emittable tokens: for soft attention from one
+// teacher-forced pass (another code path than the sampler's steps), for hard attention by feeding
+// the path step by step with its locations.
 torch::Tensor path_log_prob(
     AttentionLSTMDecoderImpl& decoder,
     const torch::Tensor& annotations,
     const std::vector<int64_t>& tokens,
     const std::vector<int64_t>& locations) {
+  const auto emittable = torch::tensor(kEmittable);
+  const auto position = [&](int64_t token) {
+    return std::find(kEmittable.begin(), kEmittable.end(), token) - kEmittable.begin();
+  };
+  const int64_t steps = static_cast<int64_t>(tokens.size());
+  auto total = torch::zeros({});
+  if (locations.empty()) {
+    std::vector<int64_t> inputs = {kStart};
+    inputs.insert(inputs.end(), tokens.begin(), tokens.end() - 1);
+    const auto logits =
+        decoder.forward(annotations, torch::tensor(inputs).unsqueeze(0), torch::tensor({steps})).logits[0];
+    for (int64_t t = 0; t < steps; ++t)
+      total = total + torch::log_softmax(logits[t].index_select(0, emittable), 0)[position(tokens[t])];
+    return total;
+  }
   DecoderState state = decoder.init_state(annotations);
   auto previous = torch::tensor({kStart});
-  auto total = torch::zeros({});
-  const auto emittable = torch::tensor(kEmittable);
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    const auto location = locations.empty() ? torch::Tensor() : torch::tensor({locations[t]});
-    const DecoderStep step = decoder.step(state, previous, HardRead::argmax, location);
-    const auto log_probs = torch::log_softmax(step.logits[0].index_select(0, emittable), 0);
-    const auto position = std::find(kEmittable.begin(), kEmittable.end(), tokens[t]) - kEmittable.begin();
-    total = total + log_probs[position];
-    if (!locations.empty()) total = total + step.alpha[0][locations[t]].log();
+  for (int64_t t = 0; t < steps; ++t) {
+    const DecoderStep step = decoder.step(state, previous, HardRead::argmax, torch::tensor({locations[t]}));
+    total = total + torch::log_softmax(step.logits[0].index_select(0, emittable), 0)[position(tokens[t])] +
+            step.alpha[0][locations[t]].log();
     previous = torch::tensor({tokens[t]});
     state = step.state;
   }
