@@ -674,6 +674,7 @@ const ConfigFile* ConfigRepository::load(const std::string& config_path) {
   ConfigFile loaded;
   loaded.package_header = package_header(text, file);
   YAML::Node root = parse_yaml(text, file);
+  check_expanded_size(root, file.string());
   if (root.IsNull()) root.reset(YAML::Node(YAML::NodeType::Map));
   if (!root.IsMap())
     throw ConfigError(file.string() + ": a config file must hold a mapping at the top level");

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <regex>
 
 #include "base/text.h"
+#include "config/config.h"
 
 namespace saccade::config_detail {
 namespace {
@@ -230,6 +232,23 @@ YAML::Node string_node(const std::string& text) {
   YAML::Node node(text);
   node.SetTag("!");
   return node;
+}
+
+void check_expanded_size(const YAML::Node& root, const std::string& where) {
+  int64_t budget = kMaxYamlValues;
+  const std::function<void(const YAML::Node&)> visit = [&](const YAML::Node& node) {
+    if (--budget < 0) {
+      throw ConfigError(
+          where + ": the YAML expands to more than " + std::to_string(kMaxYamlValues) +
+          " values (aliases that repeat aliases); a config holds a few hundred");
+    }
+    if (node.IsSequence()) {
+      for (const auto& item : node) visit(item);
+    } else if (node.IsMap()) {
+      for (auto it = node.begin(); it != node.end(); ++it) visit(it->second);
+    }
+  };
+  visit(root);
 }
 
 std::optional<bool> parse_bool(const std::string& text) {

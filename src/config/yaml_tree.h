@@ -12,6 +12,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,5 +81,11 @@ std::string nearest_key(const std::string& key, const std::vector<std::string>& 
 // The tree as block YAML, as OmegaConf.to_yaml prints it (PyYAML style: keys in order,
 // sequences not indented under their key, strings quoted only where YAML would misread them).
 std::string emit_yaml(const YAML::Node& root);
+
+// A config holds a few hundred values: a YAML tree that expands, through aliases, to more than
+// kMaxYamlValues is refused (ConfigError naming `where`) before anything walks it, as an alias
+// bomb would take exponential time and memory.
+constexpr int64_t kMaxYamlValues = 100000;
+void check_expanded_size(const YAML::Node& root, const std::string& where);
 
 }  // namespace saccade::config_detail

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "config/yaml_tree.h"
 #include "io/log.h"
 #include "models/checkpoint.h"
 
@@ -15,7 +16,9 @@ namespace {
 // A YAML file, or a one-line std::runtime_error naming it.
 YAML::Node read_yaml(const std::filesystem::path& path) {
   try {
-    return YAML::LoadFile(path.string());
+    const YAML::Node root = YAML::LoadFile(path.string());
+    config_detail::check_expanded_size(root, path.string());
+    return root;
   } catch (const YAML::Exception& error) {
     throw std::runtime_error("Could not read " + path.string() + ": " + error.what());
   }

@@ -124,6 +124,23 @@ TEST(Cli, MalformedYamlNamesFileAndLine) {
   EXPECT_NE(result.err.find("config.yaml:"), std::string::npos) << result.err;
 }
 
+// Nine levels of aliases repeating ten aliases would expand to a billion values: refused at once.
+TEST(Cli, AliasBombInAConfigIsRefused) {
+  TempDir tree;
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 9; ++level) {
+    const std::string previous = "*a" + std::to_string(level - 1);
+    text += "a" + std::to_string(level) + ": &a" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) text += (i ? ", " : "") + previous;
+    text += "]\n";
+  }
+  write_file(tree / "conf/config.yaml", text);
+  const auto result = run_saccade({"train", "--cfg", "-cp", (tree / "conf").string()}, tree.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("config.yaml: the YAML expands to more than 100000 values"), std::string::npos)
+      << result.err;
+}
+
 TEST(Cli, MissingConfigDirIsConfigError) {
   TempDir work;
   const auto result = run_saccade({"train", "--cfg", "-cp", (work / "absent").string()}, work.path());
