@@ -40,6 +40,9 @@ struct CommandSpec {
   int (*run)(const Job&) = nullptr;  // nullptr: "not implemented yet"
   bool decodes = false;              // mostly caption search: OpenMP threads spin briefly (runtime.h)
   bool data_parallel = false;        // joins the job torchrun's variables describe (dist/), --nproc
+  // Reads and validates the job's settings without touching a file: a bad value is refused
+  // before the run folder exists. nullptr: nothing to check early.
+  void (*check)(const Config&) = nullptr;
 };
 
 struct Invocation {
@@ -75,6 +78,7 @@ const std::vector<CommandSpec>& commands();
 
 // Implemented commands (one file each under cli/).
 int run_train(const Job& job);
+void check_train(const Config& config);
 int run_extract(const Job& job);
 int run_score(const Job& job);
 int run_bench(const Job& job);

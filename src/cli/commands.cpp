@@ -43,7 +43,8 @@ const std::vector<CommandSpec>& commands() {
        false,
        run_train,
        false,
-       true},
+       true,
+       check_train},
       {"eval",
        "Decode a split with a trained run's best checkpoint and score it.",
        "Loads <run>/checkpoints/best with the run's config.yaml over today's defaults, decodes the split\n"

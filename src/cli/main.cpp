@@ -255,6 +255,7 @@ int run_jobs(const Invocation& invocation, Action action) {
     job.group = data_parallel_group(command, process, job.placement.device, group);
     const bool main_rank = job.group == nullptr || job.group->is_main();
     if (!main_rank) log::set_console_level(log::Level::warn);
+    if (command.check != nullptr) command.check(config);
     if (command.creates_run_folder) {
       // The main rank names and creates the folders; the other ranks learn where they are.
       if (invocation.multirun && sweep_dir.empty()) {

@@ -18,20 +18,16 @@ namespace {
 TrainerSetup trainer_setup_from(const Config& config, const std::filesystem::path& run_dir) {
   TrainerSetup setup;
   setup.train = train_options_from(config);
-  validate(setup.train);
   setup.dataset = dataset_options_from(config);
-  validate(setup.dataset);
   setup.train_loader = loader_options_from(config, Split::train, setup.train.batch_size);
-  validate(setup.train_loader);
   setup.eval_loader = loader_options_from(config, Split::val, setup.train.batch_size);
-  validate(setup.eval_loader);
   setup.encoder = encoder_options_from(config);
-  validate(setup.encoder);
   setup.decoder = decoder_options_from(config);
   setup.scores = score_options_from(config);
   setup.validation = validation_search(setup.train, config.get_parsed("decode.hard_read", parse_hard_read));
   setup.config_yaml = config.to_yaml(true);
   setup.run_dir = run_dir;
+  validate(setup);
   return setup;
 }
 
@@ -128,6 +124,14 @@ void print_summary(
 }
 
 }  // namespace
+
+void check_train(const Config& config) {
+  trainer_setup_from(config, {});
+  validate(viz_options_from(config));
+  // decode.* captions the test split after training (bad endings are looked up in the data's
+  // vocabulary then).
+  validate(search_options_from(config, Vocabulary(std::vector<std::string>{})));
+}
 
 int run_train(const Job& job) {
   const Config& config = job.composition.config;

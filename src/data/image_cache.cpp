@@ -5,7 +5,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include "io/json.h"
 #include "io/log.h"
 #include "io/progress.h"
+#include "io/temporaries.h"
 
 namespace saccade {
 namespace {
@@ -117,7 +117,8 @@ std::vector<SkippedImage> build_image_cache(
     int threads) {
   threads = resolve_threads(threads);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const std::filesystem::path temporary = path.string() + ".tmp-" + std::to_string(::getpid());
+  remove_stale_temporaries(path);
+  const std::filesystem::path temporary = temporary_for(path);
   std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error("Could not write image cache " + temporary.string());
   const std::string blank(kDataOffset, '\0');

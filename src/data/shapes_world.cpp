@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "data/rng.h"
 #include "data/vocabulary.h"
 #include "io/log.h"
+#include "io/temporaries.h"
 
 namespace saccade {
 namespace {
@@ -555,8 +555,8 @@ bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesyste
         root.string() + " is not empty and holds no shapes world (" + kShapesManifestFile +
         "); set dataset.root to an empty or new folder");
   }
-  const std::filesystem::path temporary =
-      parent / (root.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  remove_stale_temporaries(root);
+  const std::filesystem::path temporary = temporary_for(root);
   std::filesystem::remove_all(temporary);
   try {
     write_shapes_world(options, temporary);

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "io/log.h"
+#include "io/temporaries.h"
 
 namespace saccade {
 namespace {
@@ -61,7 +62,8 @@ std::string read_file_bytes(const std::filesystem::path& path) {
 
 void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const std::filesystem::path temporary = path.string() + ".tmp" + std::to_string(getpid());
+  remove_stale_temporaries(path);
+  const std::filesystem::path temporary = temporary_for(path);
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("Could not write " + temporary.string());

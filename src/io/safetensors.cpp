@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +17,7 @@
 
 #include "base/text.h"
 #include "io/json.h"
+#include "io/temporaries.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
 
@@ -336,7 +336,8 @@ void save_safetensors(
     std::error_code ignored;
     std::filesystem::create_directories(path.parent_path(), ignored);
   }
-  const std::filesystem::path temporary = path.string() + ".tmp" + std::to_string(::getpid());
+  remove_stale_temporaries(path);
+  const std::filesystem::path temporary = temporary_for(path);
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) {

@@ -193,19 +193,39 @@ struct Trainer::StepLog {
   std::optional<double> hard_reward;  // hard attention's mean reward, for its moving baseline
 };
 
-Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.train) {
-  validate(options_);
-  if (options_.features && augments(setup_.dataset.augment)) {
+void validate(const TrainerSetup& setup) {
+  validate(setup.train);
+  validate(setup.dataset);
+  validate(setup.train_loader);
+  validate(setup.eval_loader);
+  validate(setup.encoder);
+  // The vocabulary and annotation sizes come from the data and the encoder later.
+  DecoderOptions decoder = setup.decoder;
+  decoder.vocab_size = std::max<int64_t>(decoder.vocab_size, 1);
+  decoder.annotation_dim = std::max<int64_t>(decoder.annotation_dim, 1);
+  validate(decoder);
+  validate(setup.validation);
+  const TrainOptions& train = setup.train;
+  if (train.features && augments(setup.dataset.augment)) {
     throw std::invalid_argument(
         "train.features and dataset.augment cannot be combined: the cached annotations were extracted from "
         "unaugmented images, so no augmentation would reach the model. HINT: set dataset.augment.hflip, "
         "brightness and contrast to 0, or train without train.features");
   }
-  if (options_.objective == Objective::scst && setup_.dataset.augment.hflip > 0) {
+  if (train.features && setup.encoder.trainable_blocks != 0) {
+    throw std::invalid_argument(
+        "train.features needs a frozen encoder (encoder.trainable_blocks=0): cached annotations cannot be "
+        "fine-tuned");
+  }
+  if (train.objective == Objective::scst && setup.dataset.augment.hflip > 0) {
     throw std::invalid_argument(
         "train.objective=scst and dataset.augment.hflip cannot be combined: the rewards score captions of "
         "flipped images against unflipped references. HINT: set dataset.augment.hflip=0");
   }
+}
+
+Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.train) {
+  validate(setup_);
   if (ranks() > 1 && !setup_.dataset.cache && setup_.dataset.on_bad_image == BadImagePolicy::skip) {
     throw std::invalid_argument(
         "data.on_bad_image=skip needs data.cache=true on several processes: a rank whose part of a batch was "
@@ -247,11 +267,6 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
                 << state_.step << ")";
   }
   if (options_.features) {
-    if (setup_.encoder.trainable_blocks != 0) {
-      throw std::invalid_argument(
-          "train.features needs a frozen encoder (encoder.trainable_blocks=0): cached annotations cannot be "
-          "fine-tuned");
-    }
     train_features_ =
         open_split_features(*options_.features, Split::train, data_.train.images, setup_.encoder.name);
     val_features_ =

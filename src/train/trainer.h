@@ -78,6 +78,10 @@ struct TrainerSetup {
   Placement placement;
 };
 
+// Throws std::invalid_argument for any option out of range and for options that cannot go
+// together; reads nothing, so a command checks it before it creates the run folder.
+void validate(const TrainerSetup& setup);
+
 struct TrainResult {
   int64_t epochs_completed = 0;
   int64_t steps = 0;

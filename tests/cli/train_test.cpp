@@ -184,6 +184,18 @@ TEST(Train, DivergingLossStopsAndKeepsLastGoodCheckpoint) {
   EXPECT_NE(read_file(run / "checkpoints/last/state.json").find("\"epoch\": 1"), std::string::npos);
 }
 
+// Settings that cannot run are refused before the run folder is created.
+TEST(Train, BadSettingsLeaveNoRunFolder) {
+  TempDir work;
+  for (const char* bad : {"decoder.dropout=1.5", "train.objective=scst", "decode.beam_groups=0"}) {
+    std::vector<std::string> overrides = {bad, "run.dir=" + (work / "run").string()};
+    if (std::string(bad) == "train.objective=scst") overrides.push_back("dataset.augment.hflip=0.5");
+    const auto result = train_smoke(work.path(), overrides);
+    EXPECT_EQ(result.exit_code, 2) << bad << ": " << result.err;
+    EXPECT_FALSE(std::filesystem::exists(work / "run")) << bad;
+  }
+}
+
 // Numbers out of range are refused in one line naming the key, before training starts.
 TEST(Train, NumbersOutOfRangeAreOneLine) {
   TempDir work;
@@ -338,7 +350,9 @@ TEST(Train, ScstTrainsHardAttentionOnItsOwnRewards) {
                     "train.init_from=" + only_run(start.path()).string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (const auto& row : read_metrics(only_run(work.path()))) {
-    if (row.at("kind") == "train") EXPECT_TRUE(row.count("reinforce") == 0 && row.count("scst_reward") == 1);
+    if (row.at("kind") == "train") {
+      EXPECT_TRUE(row.count("reinforce") == 0 && row.count("scst_reward") == 1);
+    }
   }
 }
 

@@ -1,9 +1,11 @@
-// Run folders: the records written and the refusal to reuse a non-empty folder.
+// Run folders: the records written, the refusal to reuse a non-empty folder, temporaries.
 #include "io/run_folder.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "io/log.h"
+#include "io/temporaries.h"
 #include "test_util.h"
 
 namespace saccade::testing {
@@ -52,6 +54,31 @@ TEST(RunFolder, AtomicWriteReplacesWholeFile) {
   int files = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir / "a")) ++files;
   EXPECT_EQ(files, 1);  // no temporary left behind
+}
+
+// What a killed writer left beside its target goes at the next write; a live process's stays.
+TEST(Temporaries, TheNextWriterRemovesThoseOfDeadProcesses) {
+  TempDir dir;
+  const auto target = dir / "report.html";
+  const std::string dead = "999999999";  // above any pid_max: no such process
+  write_file(dir / ("report.html.tmp-" + dead), "torn");
+  write_file(dir / ("report.html.tmp" + dead), "torn, older naming");
+  std::filesystem::create_directories(dir / ("cache.tmp-" + dead + "/part"));
+  const std::filesystem::path live = target.string() + ".tmp-" + std::to_string(::getppid());  // alive
+  write_file(live, "being written");
+  write_file(dir / "report.html.tmp-notapid", "not a temporary");
+  write_file(dir / ("other.html.tmp-" + dead), "another target's");
+
+  write_file_atomically(target, "whole");
+  EXPECT_EQ(read_file(target), "whole");
+  EXPECT_FALSE(std::filesystem::exists(dir / ("report.html.tmp-" + dead)));
+  EXPECT_FALSE(std::filesystem::exists(dir / ("report.html.tmp" + dead)));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(dir / "report.html.tmp-notapid"));
+  EXPECT_TRUE(std::filesystem::exists(dir / ("other.html.tmp-" + dead)));
+  EXPECT_EQ(temporary_for(target), target.string() + ".tmp-" + std::to_string(::getpid()));
+  EXPECT_EQ(remove_stale_temporaries(dir / "cache"), 1);  // a folder, removed whole
+  EXPECT_FALSE(std::filesystem::exists(dir / ("cache.tmp-" + dead)));
 }
 
 }  // namespace
