@@ -116,13 +116,8 @@ std::vector<SkippedImage> build_image_cache(
     BadImagePolicy on_bad_image,
     int threads) {
   threads = resolve_threads(threads);
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  remove_stale_temporaries(path);
-  const std::filesystem::path temporary = temporary_for(path);
-  std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("Could not write image cache " + temporary.string());
-  const std::string blank(kDataOffset, '\0');
-  out.write(blank.data(), static_cast<std::streamsize>(blank.size()));
+  AtomicFile out(path);
+  out.write(std::string(kDataOffset, '\0'));  // the prefix, filled in last
 
   std::vector<SkippedImage> skipped;
   Json::Array skipped_json;
@@ -130,61 +125,50 @@ std::vector<SkippedImage> build_image_cache(
   const int64_t total = static_cast<int64_t>(images.size());
   const int64_t chunk = 32 * threads;
   ProgressBar bar(total, "caching " + path.filename().string(), "img");
-  try {
-    for (int64_t start = 0; start < total; start += chunk) {
-      const int64_t count = std::min(chunk, total - start);
-      std::vector<torch::Tensor> decoded(static_cast<size_t>(count));
-      std::vector<std::string> problems(static_cast<size_t>(count));
-      parallel_for(count, threads, [&](int64_t k) {
-        try {
-          decoded[k] = load_image(images[start + k], image);
-        } catch (const BadImageError& error) {
-          problems[k] = error.reason();
-        }
-      });
-      for (int64_t k = 0; k < count; ++k) {
-        const auto& source = images[start + k];
-        if (!problems[k].empty()) {
-          if (on_bad_image == BadImagePolicy::fail) throw BadImageError(source, problems[k]);
-          log::warn() << "Skipping image " << source.string() << ": " << problems[k];
-          skipped.push_back({source, problems[k]});
-          skipped_json.push_back(
-              Json::object({{"index", start + k}, {"path", source.string()}, {"reason", problems[k]}}));
-          continue;
-        }
-        out.write(reinterpret_cast<const char*>(decoded[k].data_ptr<uint8_t>()), decoded[k].numel());
-        ++rows;
+  for (int64_t start = 0; start < total; start += chunk) {
+    const int64_t count = std::min(chunk, total - start);
+    std::vector<torch::Tensor> decoded(static_cast<size_t>(count));
+    std::vector<std::string> problems(static_cast<size_t>(count));
+    parallel_for(count, threads, [&](int64_t k) {
+      try {
+        decoded[k] = load_image(images[start + k], image);
+      } catch (const BadImageError& error) {
+        problems[k] = error.reason();
       }
-      bar.advance(count);
+    });
+    for (int64_t k = 0; k < count; ++k) {
+      const auto& source = images[start + k];
+      if (!problems[k].empty()) {
+        if (on_bad_image == BadImagePolicy::fail) throw BadImageError(source, problems[k]);
+        log::warn() << "Skipping image " << source.string() << ": " << problems[k];
+        skipped.push_back({source, problems[k]});
+        skipped_json.push_back(
+            Json::object({{"index", start + k}, {"path", source.string()}, {"reason", problems[k]}}));
+        continue;
+      }
+      out.write(decoded[k].data_ptr<uint8_t>(), static_cast<size_t>(decoded[k].numel()));
+      ++rows;
     }
-    bar.finish();
-    Json::Array paths;
-    for (const auto& source : images) paths.emplace_back(source.string());
-    const Json header = Json::object(
-        {{"version", 1},
-         {"rows", rows},
-         {"height", image.crop},
-         {"width", image.crop},
-         {"image",
-          Json::object({{"resize", image.resize}, {"crop", image.crop}, {"keep_aspect", image.keep_aspect}})},
-         {"images", std::move(paths)},
-         {"skipped", std::move(skipped_json)}});
-    const std::string text = dump_json(header);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    char prefix[kDataOffset] = {};
-    std::memcpy(prefix, kMagic, kMagicSize);
-    put_u64(prefix + kMagicSize, kDataOffset + static_cast<uint64_t>(rows) * image.crop * image.crop * 3);
-    out.seekp(0);
-    out.write(prefix, sizeof(prefix));
-    out.close();
-    if (!out) throw std::runtime_error("Could not write image cache " + temporary.string() + " (disk full?)");
-    std::filesystem::rename(temporary, path);
-  } catch (...) {
-    out.close();
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw;
+    bar.advance(count);
   }
+  bar.finish();
+  Json::Array paths;
+  for (const auto& source : images) paths.emplace_back(source.string());
+  const Json header = Json::object(
+      {{"version", 1},
+       {"rows", rows},
+       {"height", image.crop},
+       {"width", image.crop},
+       {"image",
+        Json::object({{"resize", image.resize}, {"crop", image.crop}, {"keep_aspect", image.keep_aspect}})},
+       {"images", std::move(paths)},
+       {"skipped", std::move(skipped_json)}});
+  out.write(dump_json(header));
+  char prefix[kDataOffset] = {};
+  std::memcpy(prefix, kMagic, kMagicSize);
+  put_u64(prefix + kMagicSize, kDataOffset + static_cast<uint64_t>(rows) * image.crop * image.crop * 3);
+  out.write_at(0, prefix, sizeof(prefix));
+  out.commit();
   return skipped;
 }
 

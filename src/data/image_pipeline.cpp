@@ -1,6 +1,8 @@
 // Image decoding, resizing and normalization (OpenCV for decode and resize, torch for batches).
 #include "data/image_pipeline.h"
 
+#include "io/temporaries.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -233,10 +235,7 @@ void write_image_file(const std::filesystem::path& path, const torch::Tensor& rg
   std::vector<uint8_t> bytes;
   if (!cv::imencode(extension, bgr, bytes, parameters))
     throw std::runtime_error("Could not encode image " + path.string());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw std::runtime_error("Could not write image " + path.string());
+  write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
 }
 
 torch::Tensor resize_and_crop(const torch::Tensor& rgb, const ImageOptions& options) {

@@ -60,20 +60,6 @@ std::string read_file_bytes(const std::filesystem::path& path) {
   return bytes.str();
 }
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  remove_stale_temporaries(path);
-  const std::filesystem::path temporary = temporary_for(path);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("Could not write " + temporary.string());
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error("Could not write " + temporary.string() + " (disk full?)");
-  }
-  std::filesystem::rename(temporary, path);
-}
-
 std::filesystem::path create_run_folder(
     const std::filesystem::path& dir, const Composition& composition, const RunRecord& record) {
   if (std::filesystem::exists(dir) && !std::filesystem::is_empty(dir)) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "io/temporaries.h"  // write_file_atomically
 
 namespace saccade {
 
@@ -40,8 +41,5 @@ void write_multirun_record(
 
 // The whole content of `path`; std::runtime_error "Could not read <path>" when it cannot be read.
 std::string read_file_bytes(const std::filesystem::path& path);
-
-// Writes `text` to `path` through a temporary file and a rename, so readers never see a torn file.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace saccade

@@ -332,40 +332,13 @@ void save_safetensors(
   }
   header.append((8 - header.size() % 8) % 8, ' ');
 
-  if (path.has_parent_path()) {
-    std::error_code ignored;
-    std::filesystem::create_directories(path.parent_path(), ignored);
-  }
-  remove_stale_temporaries(path);
-  const std::filesystem::path temporary = temporary_for(path);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw std::runtime_error(
-          "Could not write safetensors file " + quoted(path) + ": " + std::strerror(errno));
-    }
-    const uint64_t header_bytes = header.size();
-    out.write(reinterpret_cast<const char*>(&header_bytes), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto& [name, tensor] : ordered) {
-      out.write(
-          static_cast<const char*>(tensor.data_ptr()),
-          static_cast<std::streamsize>(tensor.numel() * tensor.element_size()));
-    }
-    out.flush();
-    if (!out) {
-      const std::string reason = std::strerror(errno);
-      out.close();
-      std::filesystem::remove(temporary);
-      throw std::runtime_error("Could not write safetensors file " + quoted(path) + ": " + reason);
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary);
-    throw std::runtime_error("Could not write safetensors file " + quoted(path) + ": " + error.message());
-  }
+  AtomicFile file(path);
+  const uint64_t header_bytes = header.size();
+  file.write(&header_bytes, 8);
+  file.write(header);
+  for (const auto& [name, tensor] : ordered)
+    file.write(tensor.data_ptr(), static_cast<size_t>(tensor.numel() * tensor.element_size()));
+  file.commit();
 }
 
 }  // namespace saccade

@@ -1,11 +1,14 @@
 // Temporaries beside their targets, and removing the ones dead processes left (see temporaries.h).
 #include "io/temporaries.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 
 #include "io/log.h"
@@ -47,6 +50,76 @@ int remove_stale_temporaries(const std::filesystem::path& target) {
     }
   }
   return removed;
+}
+
+AtomicFile::AtomicFile(const std::filesystem::path& target)
+    : target_(target), temporary_(temporary_for(target)) {
+  std::error_code error;
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), error);
+  remove_stale_temporaries(target);
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("open", errno);
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  if (fd_ >= 0) ::close(fd_);
+  std::error_code ignored;
+  std::filesystem::remove(temporary_, ignored);
+}
+
+void AtomicFile::fail(const std::string& what, int error) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  std::error_code ignored;
+  std::filesystem::remove(temporary_, ignored);
+  committed_ = true;  // nothing left to clean up
+  throw std::runtime_error(
+      "Could not write " + target_.string() + " (" + what + "): " + std::strerror(error) +
+      (error == ENOSPC ? "; what was there before is unchanged" : ""));
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t written = ::write(fd_, bytes, size);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) fail("write", written < 0 ? errno : ENOSPC);
+    bytes += written;
+    size -= static_cast<size_t>(written);
+  }
+}
+
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t size) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t written = ::pwrite(fd_, bytes, size, static_cast<off_t>(offset));
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) fail("write", written < 0 ? errno : ENOSPC);
+    bytes += written;
+    offset += static_cast<uint64_t>(written);
+    size -= static_cast<size_t>(written);
+  }
+}
+
+void AtomicFile::commit() {
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    const int error = errno;
+    fd_ = -1;
+    fail("close", error);
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary_, target_, error);
+  if (error) fail("rename", error.value());
+  committed_ = true;
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& bytes) {
+  AtomicFile file(path);
+  file.write(bytes);
+  file.commit();
 }
 
 }  // namespace saccade

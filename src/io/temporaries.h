@@ -6,7 +6,10 @@
 //   remove_stale_temporaries(cache);               // <cache>.tmp-<dead pid>, and the older <cache>.tmp<pid>
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace saccade {
 
@@ -17,5 +20,38 @@ std::filesystem::path temporary_for(const std::filesystem::path& target);
 // gone (on this machine: a folder shared with other machines may hold their live ones, which are
 // kept only when their id is alive here too). Logs each; returns how many.
 int remove_stale_temporaries(const std::filesystem::path& target);
+
+// The one checked writer of every file a run keeps: a temporary beside the target, renamed into
+// place by commit(). Every write is checked: a failure (a full disk) throws std::runtime_error
+// naming the target and the system's reason, and the temporary is removed, as it is when the
+// writer goes away uncommitted, so what stood at the target before stays whole.
+//
+//   AtomicFile file(path);   // creates the folders, removes stale temporaries, opens
+//   file.write(bytes);       // appends
+//   file.commit();           // checked close, rename
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::filesystem::path& target);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t size);
+  void write(const std::string& bytes) { write(bytes.data(), bytes.size()); }
+  // Overwrites bytes already written, at `offset` from the start (a header filled in last).
+  void write_at(uint64_t offset, const void* data, size_t size);
+  void commit();
+
+ private:
+  [[noreturn]] void fail(const std::string& what, int error);
+
+  std::filesystem::path target_;
+  std::filesystem::path temporary_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// Writes `bytes` to `path` through an AtomicFile.
+void write_file_atomically(const std::filesystem::path& path, const std::string& bytes);
 
 }  // namespace saccade

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 
 #include "io/json.h"
@@ -86,13 +87,23 @@ void save_checkpoint(
   const std::filesystem::path staged = dir.parent_path() / ("." + dir.filename().string() + ".staged");
   std::filesystem::remove_all(staged);
   std::filesystem::create_directories(staged);
-  const CheckpointFiles files{staged};
-  save_state_dict(model, files.model());
-  torch::save(optimizer, files.optimizer().string());
-  write_json_file(files.state(), state_to_json(state), 2);
-  vocabulary.save(files.vocabulary());
-  write_file_atomically(files.config(), config_yaml);
-  swap_into_place(staged, dir);
+  try {
+    const CheckpointFiles files{staged};
+    save_state_dict(model, files.model());
+    // Serialized in memory, then written by the checked writer: LibTorch's file writer throws from
+    // a destructor on a full disk, which ends the process.
+    std::ostringstream optimizer_bytes;
+    torch::save(optimizer, optimizer_bytes);
+    write_file_atomically(files.optimizer(), optimizer_bytes.str());
+    write_json_file(files.state(), state_to_json(state), 2);
+    vocabulary.save(files.vocabulary());
+    write_file_atomically(files.config(), config_yaml);
+    swap_into_place(staged, dir);
+  } catch (...) {
+    std::error_code ignored;  // the previous checkpoint at `dir` is untouched
+    std::filesystem::remove_all(staged, ignored);
+    throw;
+  }
 }
 
 void check_checkpoint(const std::filesystem::path& dir) {

@@ -184,6 +184,34 @@ TEST(Train, DivergingLossStopsAndKeepsLastGoodCheckpoint) {
   EXPECT_NE(read_file(run / "checkpoints/last/state.json").find("\"epoch\": 1"), std::string::npos);
 }
 
+// A full disk (a 400 KB file system in a private mount namespace: the first checkpoint fits, the
+// best one written after it does not) stops training with one line naming the file; the last
+// checkpoint stays whole and no temporary is left. Skipped where no mount namespace can be made.
+TEST(Train, AFullDiskIsOneLineAndKeepsTheLastCheckpoint) {
+  TempDir work;
+  const auto small = work / "small";
+  std::filesystem::create_directories(small);
+  ASSERT_EQ(train_smoke(work.path(), {"train.epochs=1", "run.dir=" + (work / "warm").string()}).exit_code, 0);
+  std::string saccade = SACCADE_BINARY;
+  const std::string script =
+      "mount -t tmpfs -o size=400k tmpfs '" + small.string() + "' || exit 77; cd '" + work.path().string() +
+      "'; '" + saccade + "' train -cp '" + configs().string() +
+      "' experiment=smoke run.dir=small/run 2>small/stderr; echo \"exit $?\"; tail -n 1 small/stderr; "
+      "find small/run/checkpoints | sort; ls -a small/run | grep -c tmp; true";
+  auto result = run_program({"unshare", "-m", "sh", "-c", script});
+  if (result.exit_code != 0) result = run_program({"unshare", "-rm", "sh", "-c", script});
+  if (result.exit_code != 0) GTEST_SKIP() << "no private mount namespace here: " << result.err;
+  EXPECT_NE(result.out.find("exit 1\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("saccade: error: Could not write small/run/checkpoints/"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("No space left on device"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("terminate"), std::string::npos) << result.out;
+  for (const char* file : {"model.safetensors", "optimizer.pt", "state.json", "vocab.json", "config.yaml"})
+    EXPECT_NE(result.out.find("small/run/checkpoints/last/" + std::string(file)), std::string::npos) << file;
+  EXPECT_EQ(result.out.find("small/run/checkpoints/.best.staged\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("\n0\n"), std::string::npos) << "temporaries left: " << result.out;
+}
+
 // Settings that cannot run are refused before the run folder is created.
 TEST(Train, BadSettingsLeaveNoRunFolder) {
   TempDir work;
