@@ -1,6 +1,7 @@
 // Small text helpers (see text.h).
 #include "base/text.h"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace saccade {
@@ -56,6 +57,43 @@ std::string double_quoted(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+size_t utf8_sequence_length(const unsigned char* p, size_t remaining) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t length = 0;
+  uint32_t code = 0;
+  if ((c & 0xE0) == 0xC0) {
+    length = 2;
+    code = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    length = 3;
+    code = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    length = 4;
+    code = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (remaining < length) return 0;
+  for (size_t i = 1; i < length; ++i) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (p[i] & 0x3F);
+  }
+  static const uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < kMinimum[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+size_t invalid_utf8_at(const std::string& text) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = utf8_sequence_length(bytes + i, text.size() - i);
+    if (length == 0) return i;
+    i += length;
+  }
+  return std::string::npos;
 }
 
 }  // namespace saccade

@@ -4,6 +4,7 @@
 //   double_quoted("tab\there")      // "tab\there" with the tab written as backslash-t
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,5 +21,12 @@ std::string shape_text(const std::vector<int64_t>& sizes);
 // both JSON and YAML's double-quoted style read them: \" \\ \b \f \n \r \t, the other bytes
 // below 0x20 and 0x7f as \u00xx. Every other byte passes through (UTF-8 stays UTF-8).
 std::string double_quoted(const std::string& text);
+
+// Length of the valid UTF-8 sequence starting at `p` (1..4), or 0 when it is malformed:
+// overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF are rejected.
+size_t utf8_sequence_length(const unsigned char* p, size_t remaining);
+
+// The position of the first byte of `text` that is not valid UTF-8; std::string::npos if none.
+size_t invalid_utf8_at(const std::string& text);
 
 }  // namespace saccade

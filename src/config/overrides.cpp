@@ -1,8 +1,10 @@
 // Hydra 1.3 override grammar: a recursive-descent parser over the override text.
 #include "config/overrides.h"
 
+#include <cstdio>
 #include <regex>
 
+#include "base/text.h"
 #include "config/config.h"
 #include "config/yaml_tree.h"
 
@@ -376,6 +378,19 @@ std::string Override::key_element() const {
 }
 
 Override parse_override(const std::string& text) {
+  // A config is UTF-8 text: raw bytes would be copied into config.yaml and every record.
+  if (const size_t at = invalid_utf8_at(text); at != std::string::npos) {
+    std::string shown;
+    for (const char c : text) {
+      const auto byte = static_cast<unsigned char>(c);
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02X", byte);
+      shown += byte < 0x20 || byte >= 0x7F ? std::string(escaped) : std::string(1, c);
+    }
+    throw ConfigError(
+        "Override '" + shown + "' is not valid UTF-8 (at byte " + std::to_string(at) +
+        "); pass text in UTF-8");
+  }
   Override out;
   out.input = text;
   size_t pos = 0;

@@ -88,15 +88,28 @@ TrainedRun load_trained_run(
   encoder.weights.reset();  // the checkpoint holds every weight
   validate(encoder);
   const DecoderOptions decoder = decoder_options_from(run.config);
+  const auto first_line = [](const std::exception& error) {
+    const std::string message = error.what();
+    return message.substr(0, message.find('\n'));
+  };
+  const auto unreadable = [&](const std::exception& error) {
+    return std::runtime_error(
+        "The checkpoint " + run.checkpoint.string() + " cannot be read: " + first_line(error));
+  };
   try {
     run.vocabulary = load_checkpoint_vocabulary(run.checkpoint);
-    run.model = build_captioner(encoder, decoder, run.vocabulary.size());
-    run.epoch = load_checkpoint(run.checkpoint, *run.model, nullptr).epoch;
   } catch (const std::exception& error) {
-    const std::string message = error.what();
+    throw unreadable(error);
+  }
+  run.model = build_captioner(encoder, decoder, run.vocabulary.size());
+  try {
+    run.epoch = load_checkpoint(run.checkpoint, *run.model, nullptr).epoch;
+  } catch (const std::invalid_argument& error) {  // weights of other names or shapes
     throw std::runtime_error(
         "The checkpoint " + run.checkpoint.string() +
-        " does not match its config.yaml and vocab.json: " + message.substr(0, message.find('\n')));
+        " does not match its config.yaml and vocab.json: " + first_line(error));
+  } catch (const std::exception& error) {  // truncated or corrupt files
+    throw unreadable(error);
   }
   run.search = search_options_from(run.config, run.vocabulary);
   validate(run.search);

@@ -17,35 +17,6 @@ namespace {
 
 constexpr int kMaxDepth = 512;
 
-// Length of the valid UTF-8 sequence starting at `p` (1..4), or 0 when it is malformed:
-// overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF are rejected.
-size_t utf8_sequence_length(const unsigned char* p, size_t remaining) {
-  const unsigned char c = p[0];
-  if (c < 0x80) return 1;
-  size_t length = 0;
-  uint32_t code = 0;
-  if ((c & 0xE0) == 0xC0) {
-    length = 2;
-    code = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    length = 3;
-    code = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    length = 4;
-    code = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (remaining < length) return 0;
-  for (size_t i = 1; i < length; ++i) {
-    if ((p[i] & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (p[i] & 0x3F);
-  }
-  static const uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < kMinimum[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return length;
-}
-
 void append_utf8(std::string& out, uint32_t code) {
   if (code < 0x80) {
     out += static_cast<char>(code);

@@ -133,7 +133,11 @@ TrainState load_checkpoint(
   const auto parameters = model.parameters();
   const torch::Device device = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
   if (optimizer != nullptr) torch::load(*optimizer, files.optimizer().string(), device);
-  return state_from_json(read_json_file(files.state()));
+  try {
+    return state_from_json(read_json_file(files.state()));
+  } catch (const std::exception& error) {  // a corrupt file, not weights that do not fit
+    throw std::runtime_error("Could not read " + files.state().string() + ": " + error.what());
+  }
 }
 
 Vocabulary load_checkpoint_vocabulary(const std::filesystem::path& dir) {

@@ -65,7 +65,8 @@ void save_checkpoint(
 void check_checkpoint(const std::filesystem::path& dir);
 
 // Loads the weights into `model` (every key must match, on whatever device the model is), and the
-// optimizer state when given, onto the model's device.
+// optimizer state when given, onto the model's device. Weights that do not fit the model throw
+// std::invalid_argument; unreadable or corrupt files std::runtime_error.
 TrainState load_checkpoint(
     const std::filesystem::path& dir, torch::nn::Module& model, torch::optim::Optimizer* optimizer);
 

@@ -467,12 +467,17 @@ Trainer::StepLog Trainer::step(const Batch& batch, int64_t epoch) {
     return logged;
   }
   if (!std::isfinite(logged.loss)) {
+    // This run's checkpoints/last once it has finished an epoch; before that, the resumed run's.
+    const std::filesystem::path last = last_checkpoint_.empty() && options_.resume
+                                           ? *options_.resume / "checkpoints" / "last"
+                                           : last_checkpoint_;
     throw std::runtime_error(
         "The loss became " + std::string(std::isnan(logged.loss) ? "NaN" : "infinite") + " at epoch " +
-        std::to_string(epoch) + ", step " + std::to_string(state_.step + 1) +
-        "; training stopped. The last good checkpoint is " +
-        (setup_.run_dir / "checkpoints" / "last").string() + " (epoch " + std::to_string(state_.epoch) +
-        "). HINT: lower train.lr or set train.grad_clip");
+        std::to_string(epoch) + ", step " + std::to_string(state_.step + 1) + "; training stopped. " +
+        (last.empty() ? std::string("No checkpoint was written: it diverged in the first epoch")
+                      : "The last good checkpoint is " + last.string() + " (epoch " +
+                            std::to_string(state_.epoch) + ")") +
+        ". HINT: lower train.lr or set train.grad_clip");
   }
   optimizer_->zero_grad();
   scaler_.scale(total).backward();
@@ -581,6 +586,7 @@ bool Trainer::end_epoch(int64_t epoch) {
       save_checkpoint(checkpoints / "best", *model_, *optimizer_, state_, vocabulary_, setup_.config_yaml);
     if (setup_.on_epoch_end) setup_.on_epoch_end();
   }
+  last_checkpoint_ = setup_.run_dir / "checkpoints" / "last";  // on every rank, for the messages
   if (options_.early_stopping_patience == 0 ||
       state_.epochs_without_improvement < options_.early_stopping_patience)
     return false;

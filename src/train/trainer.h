@@ -155,6 +155,7 @@ class Trainer {
   std::unique_ptr<CiderD> scst_reward_;  // objective=scst: document frequencies of the training references
   SearchOptions scst_search_;            // objective=scst: how captions are sampled
   GradScaler scaler_{false};
+  std::filesystem::path last_checkpoint_;  // this run's checkpoints/last, once written
 };
 
 }  // namespace saccade

@@ -75,8 +75,10 @@ std::string number_cell(const std::optional<double>& value, int decimals = 4) {
 
 // The validation metric that picks the best checkpoint, from the run's config (train.val_metric).
 std::string val_metric_of(const fs::path& run_dir) {
+  // Looked up level by level: a config.yaml that is not a run's (no train mapping) reads the default.
   const YAML::Node config = read_yaml(run_dir / "config.yaml");
-  const YAML::Node metric = config["train"]["val_metric"];
+  const YAML::Node train = config.IsMap() ? config["train"] : YAML::Node();
+  const YAML::Node metric = train && train.IsMap() ? train["val_metric"] : YAML::Node();
   return metric && metric.IsScalar() ? metric.as<std::string>() : "cider_d";
 }
 

@@ -266,6 +266,17 @@ TEST_F(CaptionTest, ConfigThatDoesNotFitTheWeightsIsOneLine) {
   EXPECT_TRUE(is_last_line(result.err, "saccade: error: The checkpoint ")) << result.err;
   EXPECT_NE(result.err.find("does not match its config.yaml and vocab.json"), std::string::npos)
       << result.err;
+  // Truncated weights are a file that cannot be read, not a mismatch.
+  std::filesystem::copy(
+      run_ / "checkpoints/best/config.yaml", config_file, std::filesystem::copy_options::overwrite_existing);
+  const auto weights = copy / "checkpoints/best/model.safetensors";
+  const std::string bytes = read_file(weights);
+  write_file(weights, bytes.substr(0, bytes.size() / 2));
+  const auto truncated =
+      run_saccade({"caption", (inputs / "x.png").string(), "--run", copy.path().string()}, work_->path());
+  EXPECT_EQ(truncated.exit_code, 1);
+  EXPECT_NE(truncated.err.find(" cannot be read: "), std::string::npos) << truncated.err;
+  EXPECT_EQ(truncated.err.find("does not match"), std::string::npos) << truncated.err;
 }
 
 TEST_F(CaptionTest, BeamSearchCaptionsWithAttentionAndRejectsZeroBeams) {

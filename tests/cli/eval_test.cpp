@@ -99,9 +99,13 @@ TEST_F(EvalTest, ReportShowsEvaluatedSplitsAndRebuildsOnRequest) {
   TempDir empty;
   const auto bad = run_saccade({"report", "--run", empty.path().string()}, work_->path());
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("neither a run folder (config.yaml) nor a sweep folder"), std::string::npos)
-      << bad.err;
+  EXPECT_NE(bad.err.find("neither a run folder (config.yaml with run.yaml"), std::string::npos) << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  // A folder of config files is no run: nothing is written into it.
+  const auto config_folder = run_saccade({"report", "--run", configs().string()}, work_->path());
+  EXPECT_EQ(config_folder.exit_code, 2);
+  EXPECT_NE(config_folder.err.find("neither a run folder"), std::string::npos) << config_folder.err;
+  EXPECT_FALSE(std::filesystem::exists(configs() / "report.html"));
 }
 
 TEST_F(EvalTest, CheckpointsCopiedAloneAreEvaluated) {

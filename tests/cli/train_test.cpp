@@ -248,6 +248,16 @@ TEST(Train, ThreadsBeyondTheCoresAreCutWithAWarning) {
       << result.err;
 }
 
+// Diverging before the first checkpoint says so instead of naming a checkpoint that is not there.
+TEST(Train, DivergingInTheFirstEpochSaysNoCheckpointWasWritten) {
+  TempDir work;
+  const auto result = train_smoke(work.path(), {"train.lr=1e30", "train.grad_clip=0"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("at epoch 1"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("No checkpoint was written: it diverged in the first epoch"), std::string::npos)
+      << result.err;
+}
+
 TEST(Train, BadTrainOptionIsConfigError) {
   TempDir work;
   const auto result = train_smoke(work.path(), {"train.optimizer=sgd"});

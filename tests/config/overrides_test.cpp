@@ -149,6 +149,17 @@ TEST(OverrideValues, FloatSpellings) {
       "small: -0.0\nsub: 1.0e-310\n");
 }
 
+TEST(OverrideValues, TextThatIsNotUtf8IsRefused) {
+  testing::TempDir dir;
+  testing::write_file(dir / "config.yaml", "");
+  EXPECT_CONFIG_ERROR(
+      saccade::compose({dir.path(), "config", {"+name=caf\xE9"}}),
+      "Override '+name=caf\\xE9' is not valid UTF-8 (at byte 9); pass text in UTF-8");
+  EXPECT_EQ(
+      saccade::compose({dir.path(), "config", {"+name=caf\xC3\xA9"}}).config.get<std::string>("name"),
+      "caf\xC3\xA9");
+}
+
 TEST(OverrideValues, QuotesAndEscapes) {
   testing::TempDir dir;
   testing::write_file(dir / "config.yaml", "");
