@@ -39,6 +39,14 @@ uint64_t get_u64(const uint8_t* in) {
 
 }  // namespace
 
+FileStamp stamp_of(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return {};
+  return {
+      static_cast<int64_t>(info.st_size),
+      static_cast<int64_t>(info.st_mtim.tv_sec) * 1000000000 + info.st_mtim.tv_nsec};
+}
+
 ImageCache::ImageCache(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error("Could not open image cache " + path.string());
@@ -63,7 +71,8 @@ ImageCache::ImageCache(const std::filesystem::path& path) {
           std::string_view(
               reinterpret_cast<const char*>(bytes + header_offset), mapping_size_ - header_offset),
           path.string());
-      if (header.at("version").as_int64() != 1) cache_error(path, "has an unknown version");
+      const int64_t version = header.at("version").as_int64();
+      if (version != 1 && version != 2) cache_error(path, "has an unknown version");
       rows_ = header.at("rows").as_int64();
       const int64_t height = header.at("height").as_int64();
       const int64_t width = header.at("width").as_int64();
@@ -72,6 +81,11 @@ ImageCache::ImageCache(const std::filesystem::path& path) {
       image_.crop = static_cast<int>(image.at("crop").as_int64());
       image_.keep_aspect = image.at("keep_aspect").as_bool();
       for (const Json& item : header.at("images").as_array()) images_.emplace_back(item.as_string());
+      if (version >= 2) {  // version 1 recorded no files: staleness() calls it stale
+        for (const Json& item : header.at("files").as_array())
+          stamps_.push_back({item.at(0).as_int64(), item.at(1).as_int64()});
+        if (stamps_.size() != images_.size()) cache_error(path, "has an inconsistent header");
+      }
       for (const Json& item : header.at("skipped").as_array()) {
         skipped_.push_back({item.at("path").as_string(), item.at("reason").as_string()});
       }
@@ -104,9 +118,17 @@ torch::Tensor ImageCache::load(int64_t row) const {
   return image;
 }
 
-bool ImageCache::matches(const std::vector<std::filesystem::path>& images, const ImageOptions& image) const {
-  return image.resize == image_.resize && image.crop == image_.crop &&
-         image.keep_aspect == image_.keep_aspect && images == images_;
+std::string ImageCache::staleness(
+    const std::vector<std::filesystem::path>& images, const ImageOptions& image) const {
+  if (image.resize != image_.resize || image.crop != image_.crop || image.keep_aspect != image_.keep_aspect)
+    return "it was built with other dataset.image settings";
+  if (images != images_) return "it was built from another list of images";
+  if (stamps_.size() != images_.size())
+    return "it was built by an older saccade that did not record its files";
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (!(stamp_of(images[i]) == stamps_[i])) return images[i].string() + " changed since it was built";
+  }
+  return "";
 }
 
 std::vector<SkippedImage> build_image_cache(
@@ -118,6 +140,12 @@ std::vector<SkippedImage> build_image_cache(
   threads = resolve_threads(threads);
   AtomicFile out(path);
   out.write(std::string(kDataOffset, '\0'));  // the prefix, filled in last
+  // Stamped before decoding: a file changed while the cache is built makes it stale.
+  Json::Array files;
+  for (const auto& source : images) {
+    const FileStamp stamp = stamp_of(source);
+    files.push_back(Json::array({stamp.size, stamp.modified_ns}));
+  }
 
   std::vector<SkippedImage> skipped;
   Json::Array skipped_json;
@@ -155,13 +183,14 @@ std::vector<SkippedImage> build_image_cache(
   Json::Array paths;
   for (const auto& source : images) paths.emplace_back(source.string());
   const Json header = Json::object(
-      {{"version", 1},
+      {{"version", 2},
        {"rows", rows},
        {"height", image.crop},
        {"width", image.crop},
        {"image",
         Json::object({{"resize", image.resize}, {"crop", image.crop}, {"keep_aspect", image.keep_aspect}})},
        {"images", std::move(paths)},
+       {"files", std::move(files)},
        {"skipped", std::move(skipped_json)}});
   out.write(dump_json(header));
   char prefix[kDataOffset] = {};

@@ -28,6 +28,17 @@
 
 namespace saccade {
 
+// What identifies a file's content cheaply: its size and modification time (ns); size -1 when it
+// did not exist.
+struct FileStamp {
+  int64_t size = -1;
+  int64_t modified_ns = 0;
+  bool operator==(const FileStamp& other) const {
+    return size == other.size && modified_ns == other.modified_ns;
+  }
+};
+FileStamp stamp_of(const std::filesystem::path& path);
+
 class ImageCache : public ImageSource {
  public:
   // Maps the file and validates it. Throws std::runtime_error naming the file when it is
@@ -42,12 +53,15 @@ class ImageCache : public ImageSource {
 
   // The images left out when it was built (BadImagePolicy::skip), in image order.
   const std::vector<SkippedImage>& skipped() const { return skipped_; }
-  // Whether it was built from exactly `images` with the same resize/crop/keep_aspect.
-  bool matches(const std::vector<std::filesystem::path>& images, const ImageOptions& image) const;
+  // Why it cannot stand for `images` under `image`, or "" when it can: other resize/crop/
+  // keep_aspect, another list of images, or an image file whose size or modification time
+  // changed since the cache was built (a replaced or repaired image; names the first).
+  std::string staleness(const std::vector<std::filesystem::path>& images, const ImageOptions& image) const;
 
  private:
   ImageOptions image_;
   std::vector<std::filesystem::path> images_;
+  std::vector<FileStamp> stamps_;  // each image file as it was when the cache was built
   std::vector<SkippedImage> skipped_;
   int64_t rows_ = 0;
   int64_t row_bytes_ = 0;

@@ -41,9 +41,8 @@ PreparedSplit prepare_split(const DatasetOptions& options, const CaptionCorpus& 
     if (std::filesystem::exists(file)) {
       try {
         cache = std::make_shared<ImageCache>(file);
-        if (!cache->matches(paths, options.image)) {
-          log::info() << "Image cache " << file.string()
-                      << " was built from other images or settings; rebuilding it";
+        if (const std::string stale = cache->staleness(paths, options.image); !stale.empty()) {
+          log::info() << "Image cache " << file.string() << " is stale (" << stale << "); rebuilding it";
           cache.reset();
         }
       } catch (const std::runtime_error& error) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <stdexcept>
 
 #include "data_fixtures.h"
@@ -34,15 +35,30 @@ TEST(ImageCache, RowsEqualThePipelineOutput) {
   for (int i = 0; i < 5; ++i) {
     EXPECT_TRUE(torch::equal(cache.load(i), load_image(paths[i], small_options()))) << "row " << i;
   }
-  EXPECT_TRUE(cache.matches(paths, small_options()));
+  EXPECT_EQ(cache.staleness(paths, small_options()), "");
   ImageOptions other = small_options();
   other.crop = 3;
-  EXPECT_FALSE(cache.matches(paths, other));
-  EXPECT_FALSE(cache.matches({paths[0]}, small_options()));
+  EXPECT_EQ(cache.staleness(paths, other), "it was built with other dataset.image settings");
+  EXPECT_EQ(cache.staleness({paths[0]}, small_options()), "it was built from another list of images");
   // Normalization settings do not change the cached pixels, so they do not make it stale.
   other = small_options();
   other.mean = {0.5f, 0.5f, 0.5f};
-  EXPECT_TRUE(cache.matches(paths, other));
+  EXPECT_EQ(cache.staleness(paths, other), "");
+}
+
+// An image replaced under the same name (same size even, an hour later) makes the cache stale.
+TEST(ImageCache, AReplacedImageMakesItStale) {
+  TempDir dir;
+  const std::vector<std::filesystem::path> paths = {dir / "a.png", dir / "b.png"};
+  write_image(paths[0], pattern_image(8, 8));
+  write_image(paths[1], pattern_image(8, 8));
+  build_image_cache(dir / "x.imgcache", paths, small_options(), BadImagePolicy::fail, 1);
+  const auto written = std::filesystem::last_write_time(paths[1]);
+  write_image(paths[1], torch::zeros({8, 8, 3}, torch::kUInt8));
+  std::filesystem::last_write_time(paths[1], written + std::chrono::hours(1));
+  EXPECT_EQ(
+      ImageCache(dir / "x.imgcache").staleness(paths, small_options()),
+      paths[1].string() + " changed since it was built");
 }
 
 TEST(ImageCache, SkipLeavesOutBadImagesAndRecordsThem) {
@@ -62,7 +78,10 @@ TEST(ImageCache, SkipLeavesOutBadImagesAndRecordsThem) {
   EXPECT_TRUE(torch::equal(cache.load(1), load_image(dir / "c.png", small_options())));
   ASSERT_EQ(cache.skipped().size(), 2u);
   EXPECT_EQ(cache.skipped()[1].reason, "the file does not exist");
-  EXPECT_TRUE(cache.matches(paths, small_options()));
+  EXPECT_EQ(cache.staleness(paths, small_options()), "");
+  // A skipped image repaired since is a change: the cache is rebuilt to take it in.
+  write_image(dir / "b.png", pattern_image(6, 6));
+  EXPECT_EQ(cache.staleness(paths, small_options()), (dir / "b.png").string() + " changed since it was built");
 }
 
 TEST(ImageCache, FailNamesTheFileAndWritesNothing) {
