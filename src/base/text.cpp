@@ -86,6 +86,18 @@ size_t utf8_sequence_length(const unsigned char* p, size_t remaining) {
   return length;
 }
 
+uint64_t fnv1a(const void* data, size_t size, uint64_t hash) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
+  return hash;
+}
+
+std::string hex_digest(uint64_t hash) {
+  char text[20];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
 size_t invalid_utf8_at(const std::string& text) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   for (size_t i = 0; i < text.size();) {

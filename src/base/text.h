@@ -22,6 +22,12 @@ std::string shape_text(const std::vector<int64_t>& sizes);
 // below 0x20 and 0x7f as \u00xx. Every other byte passes through (UTF-8 stays UTF-8).
 std::string double_quoted(const std::string& text);
 
+// 64-bit FNV-1a over `size` bytes, continuing from `hash` (the offset basis for a fresh digest).
+constexpr uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;
+uint64_t fnv1a(const void* data, size_t size, uint64_t hash = kFnv1aOffset);
+// A digest as 16 lower-case hex digits.
+std::string hex_digest(uint64_t hash);
+
 // Length of the valid UTF-8 sequence starting at `p` (1..4), or 0 when it is malformed:
 // overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF are rejected.
 size_t utf8_sequence_length(const unsigned char* p, size_t remaining);

@@ -64,25 +64,6 @@ std::vector<std::filesystem::path> collect_images(const std::vector<std::string>
   return images;
 }
 
-// What the grids depend on, stored with them.
-std::map<std::string, std::string> describe(const EncoderOptions& encoder, const ImageOptions& image) {
-  auto list = [](const auto& values) {
-    std::string text = "[";
-    for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
-    return text + "]";
-  };
-  return {
-      {"encoder.name", encoder.name},
-      {"encoder.weights", encoder.weights.value_or("null")},
-      {"encoder.grid", encoder.grid ? list(*encoder.grid) : "null"},
-      {"dataset.image.resize", std::to_string(image.resize)},
-      {"dataset.image.crop", std::to_string(image.crop)},
-      {"dataset.image.keep_aspect", image.keep_aspect ? "true" : "false"},
-      {"dataset.image.mean", list(image.mean)},
-      {"dataset.image.std", list(image.std)},
-  };
-}
-
 int extract_images(const Job& job, const EncoderOptions& encoder_options, const ImageOptions& image) {
   const Invocation& invocation = *job.invocation;
   std::vector<std::string> arguments = {invocation.flag("--images")};
@@ -134,7 +115,7 @@ int extract_images(const Job& job, const EncoderOptions& encoder_options, const 
     bar.advance(static_cast<int64_t>(std::min(paths.size(), start + kBatchSize) - start));
   }
   bar.finish();
-  save_safetensors(out, grids, describe(encoder_options, image));
+  save_safetensors(out, grids, describe_annotations(encoder_options, image));
   const auto size = encoder->grid_size(image.crop, image.crop);
   log::info() << "Wrote " << grids.size() << " grids [" << encoder->annotation_dim() << ", " << size[0]
               << ", " << size[1] << "] to " << out
@@ -164,7 +145,7 @@ int extract_splits(const Job& job, const EncoderOptions& encoder_options) {
   for (const Split split : {Split::train, Split::val, Split::test}) {
     const PreparedSplit& part = prepared.split(split);
     if (part.images.empty()) continue;
-    auto description = describe(encoder_options, data.image);
+    auto description = describe_annotations(encoder_options, data.image);
     description["dataset.name"] = data.name;
     description["split"] = to_string(split);
     FeatureCacheWriter writer(root / to_string(split), description);

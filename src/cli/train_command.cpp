@@ -155,8 +155,9 @@ int run_train(const Job& job) {
     Trainer trainer(setup);  // released before the test pass, which loads the best checkpoint
     test_images = trainer.data().test;
     if (setup.train.features && !test_images.images.empty()) {  // checked now, not after training
-      test_features =
-          open_split_features(*setup.train.features, Split::test, test_images.images, setup.encoder.name);
+      test_features = open_split_features(
+          *setup.train.features, Split::test, test_images.images,
+          describe_annotations(setup.encoder, setup.dataset.image));
     }
     result = trainer.run();
   }

@@ -154,7 +154,7 @@ std::unique_ptr<FeatureCache> open_split_features(
     const std::filesystem::path& root,
     Split split,
     const std::vector<ImageRecord>& images,
-    const std::string& encoder_name) {
+    const FeatureCacheDescription& expected) {
   const auto dir = root / to_string(split);
   auto cache = std::make_unique<FeatureCache>(dir);
   const auto& ids = cache->image_ids();
@@ -165,11 +165,15 @@ std::unique_ptr<FeatureCache> open_split_features(
         "Feature cache " + dir.string() + " holds other images than the " + to_string(split) +
         " split. HINT: rerun saccade extract with this dataset config");
   }
-  const auto name = cache->description().find("encoder.name");
-  if (name != cache->description().end() && name->second != encoder_name) {
-    throw std::invalid_argument(
-        "Feature cache " + dir.string() + " was extracted with encoder " + name->second + ", not " +
-        encoder_name);
+  for (const auto& [key, value] : expected) {
+    const auto found = cache->description().find(key);
+    if (found == cache->description().end() || found->second != value) {
+      throw std::invalid_argument(
+          "Feature cache " + dir.string() + " was extracted with " + key + "=" +
+          (found == cache->description().end() ? "(not recorded: an older saccade)" : found->second) +
+          ", this run has " + value +
+          ". HINT: rerun saccade extract with this run's encoder and image settings");
+    }
   }
   return cache;
 }

@@ -100,12 +100,13 @@ class FeatureCache {
 };
 
 // The cache of one split under a `saccade extract` folder (<root>/<split>/), checked to hold
-// exactly `images` in order and to come from the encoder named `encoder_name`. Throws
-// std::invalid_argument naming the folder and the difference, with a hint.
+// exactly `images` in order and to have been extracted as `expected` describes (every key equal:
+// the encoder, a digest of its weights, the image settings). Throws std::invalid_argument naming
+// the folder and the first difference, with a hint.
 std::unique_ptr<FeatureCache> open_split_features(
     const std::filesystem::path& root,
     Split split,
     const std::vector<ImageRecord>& images,
-    const std::string& encoder_name);
+    const FeatureCacheDescription& expected);
 
 }  // namespace saccade

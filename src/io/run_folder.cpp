@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "io/log.h"
 #include "io/temporaries.h"
 
@@ -58,6 +59,19 @@ std::string read_file_bytes(const std::filesystem::path& path) {
   bytes << in.rdbuf();
   if (in.bad()) throw std::runtime_error("Could not read " + path.string());
   return bytes.str();
+}
+
+std::string file_digest(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || std::filesystem::is_directory(path)) throw std::runtime_error("Could not read " + path.string());
+  uint64_t hash = kFnv1aOffset;
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    hash = fnv1a(buffer.data(), static_cast<size_t>(in.gcount()), hash);
+  }
+  if (in.bad()) throw std::runtime_error("Could not read " + path.string());
+  return hex_digest(hash);
 }
 
 std::filesystem::path create_run_folder(

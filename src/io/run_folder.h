@@ -42,4 +42,8 @@ void write_multirun_record(
 // The whole content of `path`; std::runtime_error "Could not read <path>" when it cannot be read.
 std::string read_file_bytes(const std::filesystem::path& path);
 
+// A 64-bit FNV-1a digest of a file's bytes, as 16 hex digits: whether two files hold the same
+// content. Throws std::runtime_error naming the file when it cannot be read.
+std::string file_digest(const std::filesystem::path& path);
+
 }  // namespace saccade

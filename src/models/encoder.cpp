@@ -5,9 +5,11 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/utils.h>
 
+#include <sstream>
 #include <stdexcept>
 
 #include "base/text.h"
+#include "io/run_folder.h"
 #include "io/safetensors.h"
 #include "models/resnet.h"
 #include "models/small_cnn.h"
@@ -41,6 +43,33 @@ EncoderOptions encoder_options_from(const Config& cfg) {
     options.probe_size = {probe[0], probe[1]};
   }
   return options;
+}
+
+std::map<std::string, std::string> describe_annotations(
+    const EncoderOptions& encoder, const ImageOptions& image) {
+  auto list = [](const auto& values) {
+    std::ostringstream text;
+    text << "[";
+    for (size_t i = 0; i < values.size(); ++i) text << (i ? ", " : "") << values[i];
+    return text.str() + "]";
+  };
+  std::string weights = "none (initialized from the seed)";
+  if (encoder.name == "torchscript") {
+    weights = "module " + file_digest(encoder.path);
+  } else if (encoder.weights) {
+    weights = file_digest(*encoder.weights);
+  }
+  return {
+      {"encoder.name", encoder.name},
+      {"encoder.weights_digest", weights},
+      {"encoder.grid", encoder.grid ? list(*encoder.grid) : "null"},
+      {"encoder.channels", encoder.name == "small_cnn" ? list(encoder.channels) : "n/a"},
+      {"dataset.image.resize", std::to_string(image.resize)},
+      {"dataset.image.crop", std::to_string(image.crop)},
+      {"dataset.image.keep_aspect", image.keep_aspect ? "true" : "false"},
+      {"dataset.image.mean", list(image.mean)},
+      {"dataset.image.std", list(image.std)},
+  };
 }
 
 void validate(const EncoderOptions& options) {

@@ -29,10 +29,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "data/image_pipeline.h"
 
 #include "base/registry.h"
 #include "config/config.h"
@@ -64,6 +67,13 @@ struct EncoderOptions {
 // Reads `encoder.*`: name, weights, trainable_blocks, grid, plus channels (small_cnn) or path and
 // probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
 EncoderOptions encoder_options_from(const Config& cfg);
+
+// What an encoder's annotations depend on, recorded with a feature cache and compared when one is
+// used: the encoder's name, grid and channels, a digest of its weights (or TorchScript module)
+// file, and the image settings ("encoder.weights_digest" -> "1f0c...", "dataset.image.crop" ->
+// "224", ...). Throws std::runtime_error when the weights file cannot be read.
+std::map<std::string, std::string> describe_annotations(
+    const EncoderOptions& encoder, const ImageOptions& image);
 
 // Throws std::invalid_argument, one sentence per rule: a known name, trainable_blocks >= -1,
 // grid entries > 0, small_cnn channels non-empty and > 0, torchscript with a path, no weights

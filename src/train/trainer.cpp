@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "config/config.h"
 #include "data/rng.h"
 #include "decode/decode_split.h"
@@ -72,17 +73,14 @@ std::string config_markdown(const std::string& config_yaml) {
 
 // A fingerprint of the bits of every parameter and buffer (FNV-1a), for checking that ranks agree.
 std::string parameter_digest(const torch::nn::Module& module) {
-  uint64_t hash = 1469598103934665603ULL;
+  uint64_t hash = kFnv1aOffset;
   auto tensors = module.parameters();
   for (const auto& buffer : module.buffers()) tensors.push_back(buffer);
   for (const auto& parameter : tensors) {
     const auto values = parameter.detach().cpu().contiguous();
-    const auto* bytes = static_cast<const unsigned char*>(values.data_ptr());
-    for (size_t i = 0; i < values.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+    hash = fnv1a(values.data_ptr(), values.nbytes(), hash);
   }
-  char text[20];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
-  return text;
+  return hex_digest(hash);
 }
 
 bool augments(const AugmentOptions& augment) {
@@ -267,10 +265,9 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
                 << state_.step << ")";
   }
   if (options_.features) {
-    train_features_ =
-        open_split_features(*options_.features, Split::train, data_.train.images, setup_.encoder.name);
-    val_features_ =
-        open_split_features(*options_.features, Split::val, data_.val.images, setup_.encoder.name);
+    const auto annotations = describe_annotations(setup_.encoder, setup_.dataset.image);
+    train_features_ = open_split_features(*options_.features, Split::train, data_.train.images, annotations);
+    val_features_ = open_split_features(*options_.features, Split::val, data_.val.images, annotations);
     log::info() << "Annotations from the feature cache " << options_.features->string()
                 << ": the encoder does not run";
   }

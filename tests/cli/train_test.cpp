@@ -318,6 +318,18 @@ TEST(Train, FrozenEncoderTrainsFromExtractedFeatures) {
   EXPECT_NE(result.err.find("Annotations from the feature cache"), std::string::npos) << result.err;
   EXPECT_FALSE(train_losses(only_run(work.path())).empty());
 
+  // Features extracted under another normalization would train the decoder on what the encoder
+  // never gives it at evaluation: refused, naming the setting.
+  const auto renormalized = train_smoke(
+      work.path(), {"encoder.trainable_blocks=0", "train.epochs=1", "train.features=features",
+                    "dataset.image.mean=[0.5,0.5,0.5]"});
+  EXPECT_EQ(renormalized.exit_code, 2);
+  EXPECT_NE(
+      renormalized.err.find(
+          "was extracted with dataset.image.mean=[0.485, 0.456, 0.406], this run has [0.5, 0.5, 0.5]"),
+      std::string::npos)
+      << renormalized.err;
+
   const auto trainable = train_smoke(work.path(), {"train.features=features"});
   EXPECT_EQ(trainable.exit_code, 2);
   EXPECT_NE(trainable.err.find("train.features needs a frozen encoder"), std::string::npos) << trainable.err;

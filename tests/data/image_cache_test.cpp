@@ -81,7 +81,8 @@ TEST(ImageCache, SkipLeavesOutBadImagesAndRecordsThem) {
   EXPECT_EQ(cache.staleness(paths, small_options()), "");
   // A skipped image repaired since is a change: the cache is rebuilt to take it in.
   write_image(dir / "b.png", pattern_image(6, 6));
-  EXPECT_EQ(cache.staleness(paths, small_options()), (dir / "b.png").string() + " changed since it was built");
+  EXPECT_EQ(
+      cache.staleness(paths, small_options()), (dir / "b.png").string() + " changed since it was built");
 }
 
 TEST(ImageCache, FailNamesTheFileAndWritesNothing) {

@@ -56,6 +56,18 @@ TEST(RunFolder, AtomicWriteReplacesWholeFile) {
   EXPECT_EQ(files, 1);  // no temporary left behind
 }
 
+// FNV-1a 64: the empty file is the offset basis; "a" is worked by hand from it.
+TEST(FileDigest, IsFnv1aOfTheBytes) {
+  TempDir dir;
+  write_file(dir / "empty", "");
+  write_file(dir / "a", "a");
+  write_file(dir / "b", "a");
+  EXPECT_EQ(file_digest(dir / "empty"), "cbf29ce484222325");
+  EXPECT_EQ(file_digest(dir / "a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(file_digest(dir / "a"), file_digest(dir / "b"));
+  EXPECT_THROW(file_digest(dir / "missing"), std::runtime_error);
+}
+
 // What a killed writer left beside its target goes at the next write; a live process's stays.
 TEST(Temporaries, TheNextWriterRemovesThoseOfDeadProcesses) {
   TempDir dir;
