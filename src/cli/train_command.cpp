@@ -160,6 +160,7 @@ int run_train(const Job& job) {
           describe_annotations(setup.encoder, setup.dataset.image));
     }
     result = trainer.run();
+    check_unchanged(trainer.data());  // the test pass reads the dataset again
   }
   std::optional<TestPass> test;
   // The main rank's files decide, for every rank (other machines may not see them).

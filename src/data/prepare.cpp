@@ -5,6 +5,7 @@
 
 #include "data/image_cache.h"
 #include "io/log.h"
+#include "io/run_folder.h"
 
 namespace saccade {
 namespace {
@@ -197,6 +198,13 @@ PreparedDataset ensure_prepared(const DatasetOptions& options, const std::vector
         "each dataset and its split file come from");
   }
   const CaptionCorpus corpus = read_corpus(options);
+  // Digested after reading: a change from here on is noticed by check_unchanged.
+  std::vector<std::filesystem::path> sources = options.captions_files;
+  if (std::filesystem::is_regular_file(options.split_file)) sources.push_back(options.split_file);
+  if (options.kind == "shapes") sources.push_back(options.root / kShapesTruthFile);
+  for (const auto& file : sources) {
+    if (std::filesystem::is_regular_file(file)) prepared.sources.emplace_back(file, file_digest(file));
+  }
   const std::filesystem::path images_dir =
       options.kind == "coco_captions" ? std::filesystem::path() : options.images_dir;
   if (!images_dir.empty() && !std::filesystem::is_directory(images_dir)) {
@@ -220,6 +228,18 @@ PreparedDataset ensure_prepared(const DatasetOptions& options, const std::vector
     log::warn() << skipped.size() << " unusable images skipped (data.on_bad_image: skip)";
   }
   return prepared;
+}
+
+void check_unchanged(const PreparedDataset& data) {
+  for (const auto& [file, digest] : data.sources) {
+    const bool same = std::filesystem::is_regular_file(file) && file_digest(file) == digest;
+    if (!same) {
+      throw std::runtime_error(
+          file.string() +
+          " changed while this run used it (regenerated or edited by another process?): its "
+          "results would mix two datasets. HINT: keep a dataset folder unchanged while runs use it");
+    }
+  }
 }
 
 std::filesystem::path cache_file(const DatasetOptions& options, Split split) {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/registry.h"
@@ -95,7 +96,14 @@ struct PreparedDataset {
   const PreparedSplit& split(Split which) const;
   // Every skipped image of every prepared split, for the run summary.
   std::vector<SkippedImage> skipped() const;
+  // The files the captions (and the shapes world's truth) were read from, with their digests
+  // when they were read.
+  std::vector<std::pair<std::filesystem::path, std::string>> sources;
 };
+
+// Throws std::runtime_error naming the first of data.sources whose content changed since it was
+// read (a dataset regenerated or edited by another process while a run used it).
+void check_unchanged(const PreparedDataset& data);
 
 // Reads the corpus and prepares `splits` (the others stay empty): checks the images folder,
 // applies on_bad_image (with a cache: while building it; without: cheap file checks now,

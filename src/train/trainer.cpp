@@ -518,6 +518,7 @@ void Trainer::write_row(const std::map<std::string, std::string>& row) {
 }
 
 bool Trainer::end_epoch(int64_t epoch) {
+  check_unchanged(data_);  // scores of a dataset changed under the run would mean nothing
   DecodeSplitOptions decode;
   decode.max_images = options_.val_max_images;
   decode.features = val_features_.get();

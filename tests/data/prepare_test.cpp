@@ -143,6 +143,24 @@ TEST(DatasetOptions, ValidateNamesKindsAndSplits) {
   EXPECT_THROW(validate(options), std::invalid_argument);
 }
 
+// A dataset regenerated or edited while a run uses it is noticed, naming the file.
+TEST(EnsurePrepared, ADatasetChangedUnderARunIsNoticed) {
+  TempDir dir;
+  const DatasetOptions options = tiny_shapes(dir);
+  const PreparedDataset data = ensure_prepared(options, {Split::val});
+  ASSERT_EQ(data.sources.size(), 2u);  // the split file and the shapes truth
+  EXPECT_NO_THROW(check_unchanged(data));
+  const auto truth = options.root / "shapes_truth.json";
+  write_file(truth, read_file(truth) + " ");
+  try {
+    check_unchanged(data);
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()).rfind(truth.string() + " changed while this run used it", 0), 0u)
+        << error.what();
+  }
+}
+
 TEST(EnsurePrepared, ShapesWorldEndToEndThroughCacheVocabularyAndLoader) {
   TempDir dir;
   const DatasetOptions options = tiny_shapes(dir);
