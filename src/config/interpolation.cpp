@@ -201,7 +201,21 @@ Located Resolver::interpolation(const std::string& text, size_t& pos, const Node
   size_t i = 0;
   while (i < inner.size() && inner[i] != ':') {
     if (inner.compare(i, 2, "${") == 0) {
-      head += python_str(resolve_tree(interpolation(inner, i, at)));
+      // A nested interpolation names a key: as in OmegaConf, it must give a string.
+      const size_t start = i;
+      const YAML::Node part = resolve_tree(interpolation(inner, i, at));
+      if (!part.IsScalar() || scalar_kind(part) != ScalarKind::kString) {
+        static const char* const kPythonTypes[] = {"NoneType", "bool", "int", "float", "str"};
+        const std::string type = part.IsMap()        ? "dict"
+                                 : part.IsSequence() ? "list"
+                                                     : kPythonTypes[static_cast<int>(scalar_kind(part))];
+        throw ConfigError(
+            "The following interpolation is used to denote a config key and thus should return a string, but "
+            "instead returned `" +
+            python_str(part) + "` of type `<class '" + type + "'>`: " + inner.substr(start, i - start) +
+            where(at));
+      }
+      head += python_str(part);
     } else {
       head += inner[i++];
     }

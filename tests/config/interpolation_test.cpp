@@ -39,6 +39,17 @@ TEST(Interpolation, AbsoluteRelativeAndNested) {
   EXPECT_EQ(c.get<int>("first"), 5);
 }
 
+// A nested interpolation names a key, so it must give a string (OmegaConf's rule): an int does not.
+TEST(Interpolation, NestedKeyMustBeAString) {
+  const Config c = load("a: [x, y, z]\nidx: 2\npicked: ${a.${idx}}\nname: '2'\nquoted: ${a.${name}}\n");
+  EXPECT_CONFIG_ERROR(
+      c.get<std::string>("picked"),
+      "The following interpolation is used to denote a config key and thus should return a string, but "
+      "instead "
+      "returned `2` of type `<class 'int'>`: ${idx}");
+  EXPECT_EQ(c.get<std::string>("quoted"), "z");
+}
+
 TEST(Interpolation, WholeValueKeepsTypeAndSubtree) {
   const Config c = load(
       "num: 5\nsq: '5'\nflag: true\nx: ${num}\nsy: ${sq}\ns: v_${flag}_${none}_${num}\nnone: null\n"
