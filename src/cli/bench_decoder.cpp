@@ -275,6 +275,28 @@ void print_decoder(const DecoderOptions& options, const Placement& placement) {
       options.dropout, describe(placement).c_str());
 }
 
+// Word ids as the words a reward reads ("17").
+Tokens id_words(const std::vector<int64_t>& ids) {
+  Tokens words;
+  for (const int64_t id : ids) words.push_back(std::to_string(id));
+  return words;
+}
+
+// The references of a synthetic corpus of 5000 images, 5 of 10 random words each: CIDEr-D's
+// document frequencies come from them.
+std::vector<std::vector<Tokens>> synthetic_references(int64_t vocab_size) {
+  constexpr int64_t kImages = 5000, kReferences = 5, kWords = 10;
+  std::vector<std::vector<Tokens>> corpus(kImages);
+  for (auto& references : corpus) {
+    for (int64_t i = 0; i < kReferences; ++i) {
+      const auto ids = torch::randint(4, vocab_size, {kWords}, torch::kLong);
+      references.push_back(
+          id_words(std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + kWords)));
+    }
+  }
+  return corpus;
+}
+
 // A self-critical step's phases, in seconds.
 struct ScstTimes {
   std::vector<double> sample, greedy, reward, backward, optimizer, total;
@@ -313,25 +335,8 @@ int bench_scst(const Job& job) {
   DecoderBench bench(job.placement);
   bench.decoder->train();
   print_decoder(bench.options, job.placement);
-  constexpr int64_t kSamples = 5, kReferenceWords = 10, kCorpusImages = 5000;
-  // Synthetic references: 5 per image of 10 random words; the document frequencies of a corpus of
-  // 5000 such images.
-  const auto words_of = [](const std::vector<int64_t>& ids) {
-    Tokens words;
-    for (const int64_t id : ids) words.push_back(std::to_string(id));
-    return words;
-  };
-  const auto random_references = [&] {
-    std::vector<Tokens> references;
-    for (int i = 0; i < 5; ++i) {
-      const auto ids = torch::randint(4, bench.options.vocab_size, {kReferenceWords}, torch::kLong);
-      references.push_back(
-          words_of(std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + kReferenceWords)));
-    }
-    return references;
-  };
-  std::vector<std::vector<Tokens>> corpus;
-  for (int64_t i = 0; i < kCorpusImages; ++i) corpus.push_back(random_references());
+  constexpr int64_t kSamples = 5;
+  const auto corpus = synthetic_references(bench.options.vocab_size);
   const CiderD cider(corpus);
   const std::vector<std::vector<Tokens>> references(corpus.begin(), corpus.begin() + kBatch);
   SearchOptions sampling;
@@ -361,7 +366,7 @@ int bench_scst(const Job& job) {
     const auto greedy = greedy_search->search(*bench.decoder, bench.features);
     times.greedy.push_back(seconds_since(start) - times.sample.back());
     const double before_reward = seconds_since(start);
-    const ScstRewards scored = score_samples(cider, sampled, greedy, references, scst_options, words_of);
+    const ScstRewards scored = score_samples(cider, sampled, greedy, references, scst_options, id_words);
     times.reward.push_back(seconds_since(start) - before_reward);
     const double before_backward = seconds_since(start);
     scst_terms(sampled, scored.rewards, scored.baselines).loss.backward();

@@ -80,14 +80,8 @@ void AtomicFile::fail(const std::string& what, int error) {
 }
 
 void AtomicFile::write(const void* data, size_t size) {
-  const auto* bytes = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t written = ::write(fd_, bytes, size);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) fail("write", written < 0 ? errno : ENOSPC);
-    bytes += written;
-    size -= static_cast<size_t>(written);
-  }
+  write_at(end_, data, size);
+  end_ += size;
 }
 
 void AtomicFile::write_at(uint64_t offset, const void* data, size_t size) {
@@ -104,12 +98,8 @@ void AtomicFile::write_at(uint64_t offset, const void* data, size_t size) {
 
 void AtomicFile::commit() {
   const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) {
-    const int error = errno;
-    fd_ = -1;
-    fail("close", error);
-  }
+  fd_ = -1;  // closed below, whatever close says
+  if (::close(fd) != 0) fail("close", errno);
   std::error_code error;
   std::filesystem::rename(temporary_, target_, error);
   if (error) fail("rename", error.value());

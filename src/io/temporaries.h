@@ -48,6 +48,7 @@ class AtomicFile {
   std::filesystem::path target_;
   std::filesystem::path temporary_;
   int fd_ = -1;
+  uint64_t end_ = 0;  // bytes written so far: where write() appends
   bool committed_ = false;
 };
 
