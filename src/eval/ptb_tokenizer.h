@@ -3,24 +3,29 @@
 //   ptb_tokenize("A man's (red) umbrella, isn't it?")
 //     -> {"a", "man", "'s", "-lrb-", "red", "-rrb-", "umbrella", "is", "n't", "it"}
 //
-// coco-caption runs every caption, references and candidates alike, through Stanford CoreNLP
-// 3.4.1's PTBTokenizer (`-preserveLines -lowerCase`) and then drops the tokens in its
-// PUNCTUATIONS list: '' ' `` ` . ? ! , : ; - -- ... (pycocoevalcap/tokenizer/ptbtokenizer.py).
-// That list also names -LRB- -RRB- -LCB- -RCB-, but in upper case, while the lower-cased output
-// says -lrb-, so bracket tokens survive and are scored like words. This function reproduces
-// that pipeline for the text captions contain, without Java:
-//   - lower-casing (ASCII and Latin-1 letters);
-//   - punctuation split off words; a word keeps inner hyphens, slashes, apostrophes
-//     ("o'clock") and dots ("3.5", "e.g."), and commas and colons between digits ("1,000",
-//     "10:30"); dotted acronyms and common abbreviations keep their period ("u.s.", "mr.", "st.");
-//   - clitics split as in the Penn Treebank: "man's" -> "man" "'s", "isn't" -> "is" "n't",
-//     "can't" -> "ca" "n't", "they're" "i'm" "we've" "it'll" "i'd" likewise; "cannot" -> "can"
-//     "not", "gonna" -> "gon" "na" (also gotta, wanna, gimme, lemme);
-//   - ( ) [ ] { } -> -lrb- -rrb- -lsb- -rsb- -lcb- -rcb-; runs of ? and ! are one token ("?!",
-//     kept, as it is not in the list); curly quotes, en/em dashes and the ellipsis character
-//     are treated as their ASCII forms.
-// Not reproduced: CoreNLP's British-to-American respelling ("colour" -> "color"), its SGML,
-// URL, e-mail and emoticon rules, and the escaping of / and * (a renaming that changes no score).
+// coco-caption (pycocoevalcap/tokenizer/ptbtokenizer.py) writes the captions one per line,
+// each '\n' inside one replaced by a space, runs Stanford CoreNLP 3.4.1's PTBTokenizer
+// (`-preserveLines -lowerCase`) on them, decodes its output as UTF-8, and for each line keeps
+// the space-separated pieces that are not in its PUNCTUATIONS list: '' ' `` ` . ? ! , : ; - --
+// ... (the list also names -LRB- -RRB- -LCB- -RCB-, in upper case, while the lower-cased output
+// says -lrb-, so brackets stay and are scored like words). The scorers then split on any
+// whitespace. This function reproduces that without Java:
+//   - the lexer is PTBLexer.flex of 3.4.1 rule for rule (ptb_lexer.h): SGML tags, entities,
+//     abbreviation lists, clitics, URLs, e-mail, numbers, fractions, currency, emoticons,
+//     quotes, dashes, ellipses, and deletion of characters no rule knows (emoji among them);
+//   - the text is UTF-8 read the way Java reads it (invalid bytes become U+FFFD), lexed as
+//     UTF-16, and tokens are lower-cased as Java's String.toLowerCase(Locale.ENGLISH) does;
+//   - spaces inside tokens are U+00A0 ("3 1/2" is one token), so they split here again.
+// Two things depend on the neighbouring captions, which one caption does not know:
+//   - the caption is lexed as if followed by a line break and a line starting with a lower-case
+//     word. A few rules look past the line break: an acronym of one letter ("C.") loses its
+//     period when the next caption starts with one of ACRONYM's words ("A", "The", ...), and
+//     "fig." "no." keep theirs when it starts with a digit;
+//   - a line break the lexer sees inside a caption (\r, U+2028, U+2029, U+000B, U+000C) makes
+//     PTBTokenizer start a new output line, which shifts every later caption in coco-caption;
+//     here it only separates tokens, and the caption keeps all of its own.
+// Lower-casing follows this machine's Python Unicode tables (ptb_unicode.h), which differ from
+// Java's only for letters newer than the Java in use.
 #pragma once
 
 #include <string>
@@ -29,7 +34,7 @@
 namespace saccade {
 
 // The tokens coco-caption would score for `caption` (UTF-8). Empty when nothing but
-// punctuation and spaces remain.
+// punctuation, spaces and untokenizable characters remain.
 std::vector<std::string> ptb_tokenize(const std::string& caption);
 
 }  // namespace saccade
