@@ -21,42 +21,55 @@ std::string shape_text(const std::vector<int64_t>& sizes) {
   return "[" + join(items, ", ") + "]";
 }
 
+namespace {
+
+// Appends `c` with the control characters (and, when `quotes`, '"' and '\\') backslash-escaped.
+void append_escaped(std::string& out, char c, bool quotes) {
+  switch (c) {
+    case '"':
+      out += quotes ? "\\\"" : "\"";
+      break;
+    case '\\':
+      out += quotes ? "\\\\" : "\\";
+      break;
+    case '\b':
+      out += "\\b";
+      break;
+    case '\f':
+      out += "\\f";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        char escaped[8];
+        std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned char>(c));
+        out += escaped;
+      } else {
+        out += c;
+      }
+  }
+}
+
+}  // namespace
+
 std::string double_quoted(const std::string& text) {
   std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned char>(c));
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
+  for (const char c : text) append_escaped(out, c, true);
   return out + "\"";
+}
+
+std::string escape_control_characters(const std::string& text) {
+  std::string out;
+  for (const char c : text) append_escaped(out, c, false);
+  return out;
 }
 
 size_t utf8_sequence_length(const unsigned char* p, size_t remaining) {

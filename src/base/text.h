@@ -22,6 +22,10 @@ std::string shape_text(const std::vector<int64_t>& sizes);
 // below 0x20 and 0x7f as \u00xx. Every other byte passes through (UTF-8 stays UTF-8).
 std::string double_quoted(const std::string& text);
 
+// `text` with only its control characters escaped as double_quoted() escapes them: a message
+// quoting outside bytes stays one line.
+std::string escape_control_characters(const std::string& text);
+
 // 64-bit FNV-1a over `size` bytes, continuing from `hash` (the offset basis for a fresh digest).
 constexpr uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;
 uint64_t fnv1a(const void* data, size_t size, uint64_t hash = kFnv1aOffset);

@@ -34,6 +34,7 @@ enum class Action { run, print_config, print_defaults, help };
 struct Parsed {
   Invocation invocation;
   Action action = Action::run;
+  bool resolve_printed_config = false;  // --resolve: as Hydra, --cfg prints unresolved without it
 };
 
 std::string usage_line(const CommandSpec& command) {
@@ -136,7 +137,7 @@ Parsed parse_arguments(int argc, char** argv) {
       parsed.action = Action::print_config;
       if (i + 1 < args.size() && (args[i + 1] == "job" || args[i + 1] == "all")) ++i;
     } else if (is_flag && command.composes_config && token == "--resolve") {
-      // The printed config is always resolved; accepted for Hydra users' muscle memory.
+      parsed.resolve_printed_config = true;
     } else if (is_flag && command.composes_config && token == "--info") {
       const std::string what = i + 1 < args.size() && !is_override(args[i + 1]) ? args[++i] : "defaults";
       if (what != "defaults") throw ConfigError("--info supports only 'defaults', got '" + what + "'");
@@ -204,7 +205,9 @@ std::filesystem::path agreed(ProcessGroup* group, const std::filesystem::path& p
   return group->all_gather(group->is_main() ? path.string() : "").front();
 }
 
-int run_jobs(const Invocation& invocation, Action action) {
+int run_jobs(const Parsed& parsed) {
+  const Invocation& invocation = parsed.invocation;
+  const Action action = parsed.action;
   const CommandSpec& command = *invocation.command;
   std::vector<std::vector<std::string>> job_overrides;
   if (invocation.multirun) {
@@ -219,7 +222,7 @@ int run_jobs(const Invocation& invocation, Action action) {
     request.overrides = job_overrides.front();
     const Composition composition = compose(request);
     if (action == Action::print_config) {
-      std::cout << composition.config.to_yaml(true);
+      std::cout << composition.config.to_yaml(parsed.resolve_printed_config);
     } else {
       print_defaults(composition);
     }
@@ -355,7 +358,7 @@ int main(int argc, char** argv) {
       apply_runtime(RuntimeOptions{});
       return parsed.invocation.command->run(job);
     }
-    return run_jobs(parsed.invocation, parsed.action);
+    return run_jobs(parsed);
   } catch (const std::invalid_argument& error) {
     std::cerr << "saccade: error: " << error.what() << "\n";
     return kExitUsage;

@@ -101,7 +101,7 @@ void apply_value_override(YAML::Node& root, const Override& parsed) {
           select(resolver, path) && !parsed.value.IsMap() && !parsed.value.IsSequence()) {
         throw ConfigError(
             "Could not append to config. An item is already at '" + parsed.key +
-            "'.\nEither remove + prefix: '" + parsed.input.substr(1) +
+            "'. Either remove + prefix: '" + parsed.input.substr(1) +
             "', or add a second + to add or override '" + parsed.key + "': '+" + parsed.input + "'");
       }
       update(root, path, parsed.value, true);
@@ -115,7 +115,7 @@ void apply_value_override(YAML::Node& root, const Override& parsed) {
         throw ConfigError(
             "Could not override '" + parsed.key + "'." +
             (nearest.empty() || nearest == parsed.key ? "" : " Did you mean '" + nearest + "'?") +
-            "\nTo append to your config use +" + parsed.input);
+            " To append to your config use +" + parsed.input);
       }
       return;
   }
@@ -143,7 +143,7 @@ void collect_new_keys(
 Composition compose(const ComposeRequest& request) {
   if (!std::filesystem::is_directory(request.config_dir)) {
     throw ConfigError(
-        "Primary config directory not found.\nCheck that the config directory '" +
+        "Primary config directory not found. Check that the config directory '" +
         request.config_dir.string() + "' exists and readable");
   }
   config_detail::ConfigRepository repo(request.config_dir);

@@ -143,7 +143,10 @@ YAML::Node Config::resolved(const std::string& key) const {
 }
 
 std::string Config::to_yaml(bool resolve) const {
-  return config_detail::emit_yaml(resolve ? resolved() : root_);
+  if (!resolve) return config_detail::emit_yaml(root_);
+  Resolver resolver(root_);
+  return config_detail::emit_yaml(
+      resolver.resolve_tree(*resolver.find({}), Resolver::OnMissing::kMarkMissing));
 }
 
 #define SACCADE_CONFIG_INSTANTIATE(T)                  \

@@ -18,12 +18,16 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
+
 namespace saccade {
 
-// A usage or configuration mistake: bad key, bad value, missing file. One sentence.
+// A usage or configuration mistake: bad key, bad value, missing file. One line: the control
+// characters of values it quotes (a block scalar's newlines) are escaped.
 class ConfigError : public std::invalid_argument {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit ConfigError(const std::string& message)
+      : std::invalid_argument(escape_control_characters(message)) {}
 };
 
 class Config {
@@ -65,7 +69,8 @@ class Config {
   // The sub-tree at `key` with every interpolation resolved (a deep copy).
   YAML::Node resolved(const std::string& key = "") const;
 
-  // The whole config as YAML text, resolved (as `--cfg job --resolve` prints it) or not.
+  // The whole config as YAML text, resolved (as `--cfg job --resolve` prints it: an
+  // interpolation of a `???` value prints `???`) or not (as `--cfg job` prints it).
   std::string to_yaml(bool resolve = true) const;
 
   // The underlying unresolved tree.

@@ -409,15 +409,15 @@ class DefaultsBuilder {
     std::string message;
     if (entry.primary) {
       message = "Cannot find primary config '" + entry.config_path() +
-                "'. Check that it's in your config search path.\nConfig search path: " + repo_.dir().string();
+                "'. Check that it's in your config search path. Config search path: " + repo_.dir().string();
     } else if (entry.is_group) {
       const std::string group = entry.group_path();
       const auto options = repo_.group_options(group);
       message = "Could not find '" + entry.config_path() + "'";
       if (!options.empty()) {
-        message += "\nAvailable options in '" + group + "': " + join(options, ", ");
+        message += ". Available options in '" + group + "': " + join(options, ", ");
       } else if (!repo_.group_exists(group)) {
-        message += "\nNo config group '" + group + "' in " + repo_.dir().string();
+        message += ". No config group '" + group + "' in " + repo_.dir().string();
       }
     } else {
       message = "Could not load '" + entry.config_path() + "'.";
@@ -432,7 +432,7 @@ class DefaultsBuilder {
     const std::string key = entry.override_key();
     throw ConfigError(
         "You must specify '" + key + "', e.g, " + key +
-        "=<OPTION>\nAvailable options: " + join(repo_.group_options(entry.group_path()), ", "));
+        "=<OPTION>. Available options: " + join(repo_.group_options(entry.group_path()), ", "));
   }
 
   // Appends `_self_` where the file has a (non-override) defaults list but no `_self_`.
@@ -465,7 +465,7 @@ class DefaultsBuilder {
         throw ConfigError(
             "In " + parent.config_path() + ": Override '" + last_override->override_key() + " : " +
             python_text(last_override->name()) + "' is defined before '" + entry.override_key() + ": " +
-            python_text(entry.name()) + "'.\nOverrides must be at the end of the defaults list");
+            python_text(entry.name()) + "'. Overrides must be at the end of the defaults list");
       }
       if (!entry.is_group || !entry.is_override) continue;
       last_override = &entry;
@@ -629,15 +629,15 @@ class DefaultsBuilder {
           found == known_choices_per_group_.end() ? std::set<std::string>() : found->second;
       std::string message = "Could not override '" + choice.key + "'.";
       if (keys.size() > 1) {
-        message += "\nDid you mean to override one of " + join({keys.begin(), keys.end()}, ", ") + "?";
+        message += " Did you mean to override one of " + join({keys.begin(), keys.end()}, ", ") + "?";
       } else if (keys.size() == 1) {
-        message += "\nDid you mean to override " + *keys.begin() + "?";
+        message += " Did you mean to override " + *keys.begin() + "?";
       } else {
         message += " No match in the defaults list.";
       }
       if (!choice.external) message = "In '" + choice.containing_config_path + "': " + message;
       if (choice.external)
-        message += "\nTo append to your default list use +" + choice.key + "=" + python_text(choice.value);
+        message += " To append to your default list use +" + choice.key + "=" + python_text(choice.value);
       throw ConfigError(message);
     }
   }

@@ -133,19 +133,33 @@ Located Resolver::dereference(const Located& at) {
   return evaluate(at.node.Scalar(), at.path);
 }
 
-YAML::Node Resolver::resolve_tree(const Located& at) {
-  const Located value = dereference(at);
+YAML::Node Resolver::resolve_tree(const Located& at, OnMissing on_missing) {
+  std::optional<Located> dereferenced;
+  try {
+    dereferenced.emplace(dereference(at));
+  } catch (const InterpolationToMissingValue&) {
+    if (on_missing == OnMissing::kError) throw;
+    return YAML::Node("???");
+  }
+  const Located& value = *dereferenced;
   if (!value.node.IsMap() && !value.node.IsSequence()) return YAML::Clone(value.node);
+  // A value that interpolates a container holding it would expand without end.
+  if (std::find(expanding_.begin(), expanding_.end(), value.path) != expanding_.end()) {
+    throw ConfigError(
+        "Recursive interpolation detected: " + join_key(at.path) + " refers to " + join_key(value.path) +
+        ", which contains it");
+  }
+  ActiveGuard guard(expanding_, value.path);
   YAML::Node out(value.node.IsMap() ? YAML::NodeType::Map : YAML::NodeType::Sequence);
   size_t index = 0;
   for (auto it = value.node.begin(); it != value.node.end(); ++it, ++index) {
     NodePath child_path = value.path;
     if (value.node.IsMap()) {
       child_path.push_back(it->first.Scalar());
-      out[it->first.Scalar()] = resolve_tree(Located{it->second, child_path, value.computed});
+      out[it->first.Scalar()] = resolve_tree(Located{it->second, child_path, value.computed}, on_missing);
     } else {
       child_path.push_back(std::to_string(index));
-      out.push_back(resolve_tree(Located{*it, child_path, value.computed}));
+      out.push_back(resolve_tree(Located{*it, child_path, value.computed}, on_missing));
     }
   }
   return out;
@@ -225,7 +239,7 @@ Located Resolver::interpolation(const std::string& text, size_t& pos, const Node
     if (head.empty()) throw ConfigError("Empty interpolation '" + text + "'" + where(at));
     const Located target = dereference(select(head, at));
     if (!target.computed && is_missing(target.node)) {
-      throw ConfigError(
+      throw InterpolationToMissingValue(
           "Missing mandatory value: " + join_key(target.path) + " (interpolated by '" + join_key(at) + "')");
     }
     return target;

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace saccade::config_detail {
 
 // A node's key path from the root ({"train", "lr"}).
@@ -41,6 +43,12 @@ struct Located {
   }
 };
 
+// An interpolation whose target is a `???` value (OmegaConf's InterpolationToMissingValueError).
+class InterpolationToMissingValue : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 class Resolver {
  public:
   explicit Resolver(const YAML::Node& root);
@@ -54,7 +62,10 @@ class Resolver {
   Located dereference(const Located& at);
 
   // A deep copy of the value of `at` with every interpolation resolved; `???` values are kept.
-  YAML::Node resolve_tree(const Located& at);
+  // An interpolation that reaches a `???` value is an error, or under `kMarkMissing` becomes
+  // `???` itself (OmegaConf.resolve, which `--cfg job --resolve` prints).
+  enum class OnMissing { kError, kMarkMissing };
+  YAML::Node resolve_tree(const Located& at, OnMissing on_missing = OnMissing::kError);
 
  private:
   Located evaluate(const std::string& text, const NodePath& at);
@@ -65,7 +76,8 @@ class Resolver {
   YAML::Node call_resolver(const std::string& name, const std::vector<YAML::Node>& args, const NodePath& at);
 
   YAML::Node root_;
-  std::vector<NodePath> active_;  // interpolations being evaluated, innermost last (cycle check)
+  std::vector<NodePath> active_;     // interpolations being evaluated, innermost last (cycle check)
+  std::vector<NodePath> expanding_;  // containers resolve_tree is copying, innermost last (likewise)
 };
 
 }  // namespace saccade::config_detail

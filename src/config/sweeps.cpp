@@ -10,9 +10,9 @@ void reject_sweep(const Override& parsed) {
   if (parsed.sweep == SweepKind::kSimple) {
     throw ConfigError(
         "Ambiguous value for argument '" + parsed.input +
-        "'\n1. To use it as a list, use key=[value1,value2]"
-        "\n2. To use it as string, quote the value: key=\\'value1,value2\\'"
-        "\n3. To sweep over it, add --multirun to your command line");
+        "': 1. To use it as a list, use key=[value1,value2];"
+        " 2. To use it as string, quote the value: key=\\'value1,value2\\';"
+        " 3. To sweep over it, add --multirun to your command line");
   }
   if (parsed.sweep != SweepKind::kNone) {
     throw ConfigError("Sweep parameters '" + parsed.input + "' requires --multirun");

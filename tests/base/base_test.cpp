@@ -87,5 +87,10 @@ TEST(Text, DoubleQuotedEscapesWhatJsonAndYamlRequire) {
   EXPECT_EQ(double_quoted("caf\xc3\xa9"), "\"caf\xc3\xa9\"");  // UTF-8 passes through
 }
 
+TEST(Text, EscapingControlCharactersKeepsAMessageOnOneLine) {
+  EXPECT_EQ(escape_control_characters("unknown escape character: \n"), "unknown escape character: \\n");
+  EXPECT_EQ(escape_control_characters(std::string("a\0b\x7f \"q\" \\", 10)), "a\\u0000b\\u007f \"q\" \\");
+}
+
 }  // namespace
 }  // namespace saccade

@@ -59,8 +59,8 @@ TEST(Cli, UnknownFlagIsUsageError) {
   EXPECT_NE(result.err.find("Unknown flag '--bogus'"), std::string::npos) << result.err;
 }
 
-TEST(Cli, CfgPrintsResolvedConfigWithOverrides) {
-  const auto result = run_saccade({"train", "--cfg", "seed=7", "run.name=probe"});
+TEST(Cli, CfgResolvePrintsResolvedConfigWithOverrides) {
+  const auto result = run_saccade({"train", "--cfg", "job", "--resolve", "seed=7", "run.name=probe"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const YAML::Node printed = YAML::Load(result.out);
   EXPECT_EQ(printed["seed"].as<int>(), 7);
@@ -69,6 +69,25 @@ TEST(Cli, CfgPrintsResolvedConfigWithOverrides) {
   const auto dir = printed["run"]["dir"].as<std::string>();
   EXPECT_EQ(dir.rfind("experiments/probe/", 0), 0u) << dir;
   EXPECT_EQ(dir.find("${"), std::string::npos) << dir;
+}
+
+// As Hydra's `--cfg job`: interpolations printed as written, unless --resolve, where one that
+// reaches a `???` value prints `???` (OmegaConf.resolve) instead of failing.
+TEST(Cli, CfgPrintsInterpolationsAsWrittenAndMissingOnesAsMissing) {
+  TempDir tree;
+  write_file(tree / "conf/config.yaml", "a: ???\nb: ${a}\nc: x_${b}\nd: ${e}\ne: 3\n");
+  const auto plain = run_saccade({"train", "--cfg", "job", "-cp", (tree / "conf").string()}, tree.path());
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const YAML::Node written = YAML::Load(plain.out);
+  EXPECT_EQ(written["b"].as<std::string>(), "${a}");
+  EXPECT_EQ(written["d"].as<std::string>(), "${e}");
+
+  const auto resolved =
+      run_saccade({"train", "--cfg", "job", "--resolve", "-cp", (tree / "conf").string()}, tree.path());
+  ASSERT_EQ(resolved.exit_code, 0) << resolved.err;
+  const YAML::Node values = YAML::Load(resolved.out);
+  for (const char* key : {"a", "b", "c"}) EXPECT_EQ(values[key].as<std::string>(), "???") << key;
+  EXPECT_EQ(values["d"].as<int>(), 3);
 }
 
 TEST(Cli, CfgWorksOnAUserConfigTree) {

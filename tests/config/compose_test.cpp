@@ -159,8 +159,8 @@ TEST_F(ComposeTest, PackagesRelocateContent) {
                                 "misc/globals||config", "misc/late|late|config", "config|||self"));
   EXPECT_CONFIG_ERROR(
       compose({"dataset=coco"}),
-      "Could not override 'dataset'.\n"
-      "Did you mean to override one of dataset@data.train, dataset@data.val?\n"
+      "Could not override 'dataset'. "
+      "Did you mean to override one of dataset@data.train, dataset@data.val? "
       "To append to your default list use +dataset=coco");
 }
 
@@ -230,17 +230,17 @@ TEST_F(ComposeTest, OptionalGroupMayBeMissing) {
   EXPECT_FALSE(c.config.has("extra"));
   write("config.yaml", "defaults:\n  - extra: nope\nx: 1\n");
   EXPECT_CONFIG_ERROR(
-      compose(), "In 'config': Could not find 'extra/nope'\nAvailable options in 'extra': one");
+      compose(), "In 'config': Could not find 'extra/nope'. Available options in 'extra': one");
 }
 
 TEST_F(ComposeTest, GroupOverrideErrors) {
   write("extra/one.yaml", "v: 1\n");
   EXPECT_CONFIG_ERROR(
       compose({"dataset=nope"}),
-      "In 'config': Could not find 'dataset/nope'\nAvailable options in 'dataset': coco, shapes");
+      "In 'config': Could not find 'dataset/nope'. Available options in 'dataset': coco, shapes");
   EXPECT_CONFIG_ERROR(
       compose({"extra=one"}),
-      "Could not override 'extra'. No match in the defaults list.\n"
+      "Could not override 'extra'. No match in the defaults list. "
       "To append to your default list use +extra=one");
   EXPECT_CONFIG_ERROR(
       compose({"++dataset=coco"}), "force-add of config groups is not supported: '++dataset=coco'");
@@ -265,10 +265,10 @@ TEST_F(ComposeTest, DefaultsListErrors) {
 
   write("config.yaml", "defaults:\n  - dataset: ???\n");
   EXPECT_CONFIG_ERROR(
-      compose(), "You must specify 'dataset', e.g, dataset=<OPTION>\nAvailable options: coco, shapes");
+      compose(), "You must specify 'dataset', e.g, dataset=<OPTION>. Available options: coco, shapes");
   EXPECT_EQ(compose({"dataset=coco"}).config.get<int>("dataset.size"), 224);
   write("config.yaml", "defaults:\n  - nogroup: x\n");
-  EXPECT_CONFIG_ERROR(compose(), "In 'config': Could not find 'nogroup/x'\nNo config group 'nogroup' in ");
+  EXPECT_CONFIG_ERROR(compose(), "In 'config': Could not find 'nogroup/x'. No config group 'nogroup' in ");
   write("config.yaml", "defaults:\n  - shared/nope\n");
   EXPECT_CONFIG_ERROR(compose(), "In 'config': Could not load 'shared/nope'.");
   write("config.yaml", "defaults: shapes\n");
@@ -293,7 +293,7 @@ TEST_F(ComposeTest, OverlayMergesAfterTheDefaultsAndBeforeTheOverrides) {
 TEST_F(ComposeTest, MissingDirectoryAndPrimaryConfig) {
   EXPECT_CONFIG_ERROR(
       saccade::compose({dir_ / "nope", "config", {}}),
-      "Primary config directory not found.\nCheck that the config directory '");
+      "Primary config directory not found. Check that the config directory '");
   EXPECT_CONFIG_ERROR(
       saccade::compose({dir_.path(), "nope", {}}),
       "Cannot find primary config 'nope'. Check that it's in your config search path.");

@@ -93,7 +93,9 @@ TEST(Interpolation, MandatoryValues) {
   EXPECT_CONFIG_ERROR(c.get<int>("b"), "Missing mandatory value: a");
   EXPECT_EQ(c.to_yaml(false), "a: ???\nb: ${a}\nc: 1\n");
   EXPECT_EQ(load("a: ???\nc: 1\n").to_yaml(true), "a: ???\nc: 1\n");  // printed, not an error
-  EXPECT_CONFIG_ERROR(c.to_yaml(true), "Missing mandatory value: a");
+  // As OmegaConf.resolve: an interpolation of a missing value becomes missing itself.
+  EXPECT_EQ(c.to_yaml(true), "a: ???\nb: ???\nc: 1\n");
+  EXPECT_CONFIG_ERROR(c.resolved(), "Missing mandatory value: a");
 }
 
 TEST(Interpolation, Errors) {
@@ -102,6 +104,13 @@ TEST(Interpolation, Errors) {
       "Recursive interpolation detected: a -> b -> c -> a");
   EXPECT_CONFIG_ERROR(
       load("a:\n  x: ${a.x}\n").get<int>("a.x"), "Recursive interpolation detected: a.x -> a.x");
+  // A value interpolating a container that holds it: an endless expansion, refused.
+  EXPECT_CONFIG_ERROR(
+      load("m:\n  n: ${m}\n").resolved(),
+      "Recursive interpolation detected: m.n refers to m, which contains it");
+  EXPECT_CONFIG_ERROR(
+      load("a:\n  x: ${b}\nb:\n  y: ${a}\n").resolved(),
+      "Recursive interpolation detected: b.y refers to a, which contains it");
   EXPECT_CONFIG_ERROR(load("a: ${nope}\n").get<int>("a"), "Interpolation key 'nope' not found");
   EXPECT_CONFIG_ERROR(load("a: ${..nope}\n").get<int>("a"), "Interpolation key '..nope' not found");
   EXPECT_CONFIG_ERROR(load("a: ${foo:1}\n").get<int>("a"), "Unsupported interpolation type foo");

@@ -35,7 +35,7 @@ TEST_F(OverridesTest, ChangeNeedsAnExistingKey) {
   EXPECT_THAT(compose({"list=[3]"}).config.get<std::vector<int>>("list"), ElementsAre(3));
   EXPECT_CONFIG_ERROR(
       compose({"db.prt=1"}),
-      "Could not override 'db.prt'. Did you mean 'db.port'?\nTo append to your config use +db.prt=1");
+      "Could not override 'db.prt'. Did you mean 'db.port'? To append to your config use +db.prt=1");
   EXPECT_CONFIG_ERROR(compose({"nope.x=1"}), "Could not override 'nope.x'.");
 }
 
@@ -44,7 +44,7 @@ TEST_F(OverridesTest, DictValueMergesIntoExistingKeysOnly) {
   EXPECT_EQ(c.config.get<std::string>("db.host"), "h");
   EXPECT_EQ(c.config.get<int>("db.port"), 3306);
   EXPECT_CONFIG_ERROR(
-      compose({"db={extra:1}"}), "Could not override 'db'.\nTo append to your config use +db={extra:1}");
+      compose({"db={extra:1}"}), "Could not override 'db'. To append to your config use +db={extra:1}");
 }
 
 TEST_F(OverridesTest, AddOnlyWhereNothingIsSet) {
@@ -56,7 +56,7 @@ TEST_F(OverridesTest, AddOnlyWhereNothingIsSet) {
   EXPECT_EQ(c.config.get<int>("db.opts.b"), 2);
   EXPECT_CONFIG_ERROR(
       compose({"+db.host=x"}),
-      "Could not append to config. An item is already at 'db.host'.\n"
+      "Could not append to config. An item is already at 'db.host'. "
       "Either remove + prefix: 'db.host=x', or add a second + to add or override 'db.host': "
       "'++db.host=x'");
 }

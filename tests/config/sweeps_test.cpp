@@ -44,9 +44,9 @@ TEST(Sweeps, RepeatedKeyKeepsFirstPosition) {
 TEST(Sweeps, RejectedInSingleRuns) {
   EXPECT_CONFIG_ERROR(
       reject_sweeps({"x=1", "a=1,2"}),
-      "Ambiguous value for argument 'a=1,2'\n"
-      "1. To use it as a list, use key=[value1,value2]\n"
-      "2. To use it as string, quote the value: key=\\'value1,value2\\'\n"
+      "Ambiguous value for argument 'a=1,2': "
+      "1. To use it as a list, use key=[value1,value2]; "
+      "2. To use it as string, quote the value: key=\\'value1,value2\\'; "
       "3. To sweep over it, add --multirun to your command line");
   EXPECT_CONFIG_ERROR(reject_sweeps({"a=range(1,3)"}), "Sweep parameters 'a=range(1,3)' requires --multirun");
   EXPECT_CONFIG_ERROR(
