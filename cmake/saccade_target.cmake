@@ -18,8 +18,16 @@ function(saccade_configure_target target)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
   if(SACCADE_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
+    # Undefined behaviour stops the program (no recovery), so a report cannot pass unnoticed.
+    target_compile_options(${target} PRIVATE
+      -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+      # GCC's own caveat: the instrumentation makes this warning fire on sound library code.
+      $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
+    target_compile_definitions(${target} PRIVATE _GLIBCXX_ASSERTIONS)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
+  if(SACCADE_FUZZ)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
 endfunction()
 

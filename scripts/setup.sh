@@ -4,6 +4,7 @@
 # Works as root or through sudo; never prompts.
 #   scripts/setup.sh               everything: Debian's LibTorch and the tests' references too
 #   scripts/setup.sh --build-only  what a build against another LibTorch needs (scripts/gpu_check.sh)
+#   scripts/setup.sh --fuzz        everything, and clang with libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
 packages=(
@@ -21,6 +22,9 @@ if [ "${1:-}" != "--build-only" ]; then
     # TensorBoard event files are decoded by protoc --decode_raw.
     chromium protobuf-compiler
   )
+fi
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-14-dev libomp-14-dev)
 fi
 
 missing=()

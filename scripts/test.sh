@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
 # The test command: installs missing system packages, builds, checks formatting, runs every test.
-#   scripts/test.sh            everything (unit + end-to-end)
-#   scripts/test.sh -LE e2e    extra arguments go to ctest (here: skip the end-to-end tests)
+#   scripts/test.sh              everything (unit + end-to-end)
+#   scripts/test.sh -LE e2e      extra arguments go to ctest (here: skip the end-to-end tests)
+#   scripts/test.sh --sanitize   the same suite built with AddressSanitizer, UndefinedBehaviorSanitizer
+#                                and libstdc++'s assertions, in build-sanitize/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+dir=build
+cmake_flags=()
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  dir=build-sanitize
+  cmake_flags=(-DSACCADE_SANITIZE=ON)
+  # Leaks are checked for saccade's code; LibTorch and OpenMP keep process-lifetime allocations.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/sanitizer_suppressions.txt:print_suppressions=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
+
 scripts/setup.sh
-scripts/build.sh
+scripts/build.sh "$dir" "${cmake_flags[@]}"
 scripts/check_format.sh
 
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
-cd build
+cd "$dir"
 ctest --output-on-failure --timeout 600 -j2 "$@"

@@ -96,7 +96,8 @@ std::optional<std::pair<int64_t, int64_t>> header_size(const std::string& bytes,
 }
 
 void check_pixels(const std::filesystem::path& path, int64_t width, int64_t height, int64_t max_pixels) {
-  if (width * height <= max_pixels) return;
+  // A header may claim up to 2^32 x 2^32 pixels: compared without forming the product.
+  if (height == 0 || width <= max_pixels / height) return;
   throw BadImageError(
       path, "the image is " + std::to_string(width) + " x " + std::to_string(height) +
                 " pixels, more than data.max_pixels=" + std::to_string(max_pixels));
@@ -205,7 +206,12 @@ torch::Tensor decode_image(const std::filesystem::path& path, int64_t max_pixels
   }
   if (const auto size = header_size(bytes, format)) check_pixels(path, size->first, size->second, max_pixels);
   const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
-  cv::Mat bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  cv::Mat bgr;
+  try {
+    bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  } catch (const cv::Exception&) {
+    // Some decoders throw on corrupt data where others return nothing: the same bad image.
+  }
   if (bgr.empty()) throw BadImageError(path, "the " + format + " data is corrupt or truncated");
   check_pixels(path, bgr.cols, bgr.rows, max_pixels);
   cv::Mat rgb;

@@ -1,8 +1,10 @@
 // MetricsCsv implementation.
 #include "io/metrics_csv.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,7 +14,7 @@ MetricsCsv::MetricsCsv(const std::filesystem::path& path, std::vector<std::strin
     : path_(path), columns_(std::move(columns)) {
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   out_.open(path, std::ios::trunc);
-  if (!out_) throw std::runtime_error("Could not write " + path.string());
+  if (!out_) throw std::runtime_error("Could not write " + path.string() + ": " + std::strerror(errno));
   for (size_t i = 0; i < columns_.size(); ++i) out_ << (i ? "," : "") << columns_[i];
   out_ << '\n' << std::flush;
 }
@@ -28,7 +30,8 @@ void MetricsCsv::write(const std::map<std::string, std::string>& row) {
     out_ << (i ? "," : "") << (it == row.end() ? "" : it->second);
   }
   out_ << '\n' << std::flush;
-  if (!out_) throw std::runtime_error("Could not write " + path_.string());
+  // errno still holds the failed write's reason (a full disk: ENOSPC).
+  if (!out_) throw std::runtime_error("Could not write " + path_.string() + ": " + std::strerror(errno));
 }
 
 std::string MetricsCsv::number(double value) {

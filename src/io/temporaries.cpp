@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -16,9 +17,19 @@
 namespace saccade {
 namespace {
 
-// Whether process `pid` runs on this machine (one we may not signal runs too).
+// Whether process `pid` runs on this machine (one we may not signal runs too). A zombie, killed
+// but not yet reaped (in a container whose first process does not reap, it can stay a while),
+// runs no more.
 bool process_alive(long pid) {
-  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  // "<pid> (<command, may hold spaces and parentheses>) <state> ..."
+  const size_t command_end = line.rfind(')');
+  if (command_end == std::string::npos || command_end + 2 >= line.size()) return true;
+  const char state = line[command_end + 2];
+  return state != 'Z' && state != 'X';
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "io/json.h"
 #include "io/run_folder.h"
 #include "io/safetensors.h"
+#include "io/temporaries.h"
 #include "models/weights.h"
 
 namespace saccade {
@@ -84,7 +85,9 @@ void save_checkpoint(
     const TrainState& state,
     const Vocabulary& vocabulary,
     const std::string& config_yaml) {
-  const std::filesystem::path staged = dir.parent_path() / ("." + dir.filename().string() + ".staged");
+  // <dir>.tmp-<pid>: a kill leaves it to the next writer of `dir`, or to a resume of this run.
+  const std::filesystem::path staged = temporary_for(dir);
+  remove_stale_temporaries(dir);
   std::filesystem::remove_all(staged);
   std::filesystem::create_directories(staged);
   try {

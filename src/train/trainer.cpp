@@ -18,6 +18,7 @@
 #include "decode/decode_split.h"
 #include "io/log.h"
 #include "io/progress.h"
+#include "io/temporaries.h"
 
 namespace saccade {
 namespace {
@@ -237,7 +238,12 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
   result_.skipped_images = static_cast<int64_t>(data_.skipped().size());
   const std::filesystem::path resume_dir =
       options_.resume ? *options_.resume / "checkpoints" / "last" : std::filesystem::path();
-  if (options_.resume) check_checkpoint(resume_dir);
+  if (options_.resume) {
+    check_checkpoint(resume_dir);
+    // What a killed process of that run was writing: its checkpoints stay as they were.
+    for (const char* kind : {"last", "best"})
+      remove_stale_temporaries(*options_.resume / "checkpoints" / kind);
+  }
   vocabulary_ = options_.resume
                     ? load_checkpoint_vocabulary(resume_dir)
                     : build_vocabulary(data_.train.images, setup_.dataset.vocabulary.min_word_count);

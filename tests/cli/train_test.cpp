@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 
 #include "io/metrics_csv.h"
@@ -208,8 +209,80 @@ TEST(Train, AFullDiskIsOneLineAndKeepsTheLastCheckpoint) {
   EXPECT_EQ(result.out.find("terminate"), std::string::npos) << result.out;
   for (const char* file : {"model.safetensors", "optimizer.pt", "state.json", "vocab.json", "config.yaml"})
     EXPECT_NE(result.out.find("small/run/checkpoints/last/" + std::string(file)), std::string::npos) << file;
-  EXPECT_EQ(result.out.find("small/run/checkpoints/.best.staged\n"), std::string::npos) << result.out;
+  for (const char* staged : {"\nsmall/run/checkpoints/best.tmp-", "\nsmall/run/checkpoints/last.tmp-"})
+    EXPECT_EQ(result.out.find(staged), std::string::npos) << "a staged checkpoint left: " << result.out;
   EXPECT_NE(result.out.find("\n0\n"), std::string::npos) << "temporaries left: " << result.out;
+}
+
+// Names under `dir` that a writer uses only until it renames its work into place.
+std::vector<std::string> temporaries_under(const std::filesystem::path& dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp") != std::string::npos || name.find(".staged") != std::string::npos)
+      found.push_back(entry.path().string());
+  }
+  return found;
+}
+
+// kill -9 at moments spread over a whole run (generating the world, building the image caches,
+// training, writing checkpoints and the report), then a restart as a user would make it: a
+// resume from the killed run's last checkpoint, or a fresh run where it saved none. The restart
+// removes what the killed process left half-written and ends with an uninterrupted run's losses.
+TEST(Train, KilledAtAnyMomentRestartsCleanlyAndResumesExactly) {
+  TempDir reference;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(train_smoke(reference.path()).exit_code, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto expected = train_losses(only_run(reference.path()));
+  for (const double fraction : {0.05, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9}) {
+    TempDir work;
+    const std::string delay = std::to_string(fraction * seconds);
+    SCOPED_TRACE("killed after " + delay + " s");
+    const auto killed = run_program(
+        {"timeout", "-s", "KILL", delay, SACCADE_BINARY, "train", "-cp", configs().string(),
+         "experiment=smoke"},
+        work.path());
+    if (killed.exit_code == 0) {
+      EXPECT_EQ(train_losses(only_run(work.path())), expected);
+      continue;
+    }
+    ASSERT_EQ(killed.exit_code, 128 + 9) << killed.err;
+    std::vector<std::string> restart = {"run.dir=" + (work / "restart").string()};
+    int saved_epochs = 0;
+    if (std::filesystem::exists(work / "experiments/smoke") &&
+        std::filesystem::exists(only_run(work.path()) / "checkpoints/last")) {
+      const auto killed_run = only_run(work.path());
+      saved_epochs = YAML::LoadFile((killed_run / "checkpoints/last/state.json").string())["epoch"].as<int>();
+      restart.push_back("train.resume=" + killed_run.string());
+    }
+    const auto result = train_smoke(work.path(), restart);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    std::vector<std::string> remaining;
+    for (const auto& loss : expected) {
+      if (std::stoi(loss.substr(0, loss.find(':'))) > saved_epochs) remaining.push_back(loss);
+    }
+    EXPECT_EQ(train_losses(work / "restart"), remaining);
+    EXPECT_EQ(temporaries_under(work.path()), std::vector<std::string>{});
+  }
+}
+
+// A run folder on a read-only file system (a private mount, so root cannot write it either) is
+// one line naming the folder and the system's reason.
+TEST(Train, AnUnwritableRunFolderIsOneLine) {
+  TempDir work;
+  const auto locked = work / "locked";
+  std::filesystem::create_directories(locked);
+  const std::string script = "mount -t tmpfs -o ro tmpfs '" + locked.string() + "' || exit 77; cd '" +
+                             work.path().string() + "'; '" + SACCADE_BINARY + "' train -cp '" +
+                             configs().string() + "' experiment=smoke run.dir=locked/run; echo \"exit $?\"";
+  auto result = run_program({"unshare", "-m", "sh", "-c", script});
+  if (result.exit_code != 0) result = run_program({"unshare", "-rm", "sh", "-c", script});
+  if (result.exit_code != 0) GTEST_SKIP() << "no private mount namespace here: " << result.err;
+  EXPECT_NE(result.out.find("exit 1"), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("locked/run"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("Read-only file system"), std::string::npos) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
 }
 
 // Settings that cannot run are refused before the run folder is created.

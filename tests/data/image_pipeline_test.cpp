@@ -193,6 +193,12 @@ TEST(ImagePipeline, ImagesOfMoreThanMaxPixelsAreBadImages) {
   EXPECT_EQ(
       decode_reason(dir / "huge.png"),
       "the image is 20000 x 20000 pixels, more than data.max_pixels=100000000");
+  // The largest sizes a PNG header can claim: their product does not fit 64 bits.
+  huge = png.substr(0, 16) + std::string("\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF", 8) + png.substr(24);
+  write_file(dir / "huge.png", huge);
+  EXPECT_EQ(
+      decode_reason(dir / "huge.png"),
+      "the image is 4294967295 x 4294967295 pixels, more than data.max_pixels=100000000");
 }
 
 TEST(ImagePipeline, BadFilesAreNamedWithTheReason) {

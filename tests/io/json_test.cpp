@@ -73,7 +73,9 @@ TEST(Json, ErrorsNameFileLineAndColumn) {
   EXPECT_EQ(parse_error("{1: 2}"), "f.json:1:2: expected a string key, got '1'");
   EXPECT_EQ(parse_error("\"abc"), "f.json:1:1: unterminated string");
   EXPECT_EQ(parse_error("[\"a\nb\"]"), "f.json:1:4: control character byte 0x0A inside a string (escape it)");
-  EXPECT_EQ(parse_error("\"\\x\""), "f.json:1:3: invalid escape \\x in a string");
+  EXPECT_EQ(parse_error("\"\\x\""), "f.json:1:3: invalid escape in a string: a backslash before 'x'");
+  // A control byte is named by its code, so the message stays one line.
+  EXPECT_EQ(parse_error("\"\\\n\""), "f.json:1:3: invalid escape in a string: a backslash before byte 0x0A");
   EXPECT_EQ(parse_error("01"), "f.json:1:2: leading zeros in a number");
   EXPECT_EQ(
       parse_error("1."), "f.json:1:3: expected a digit after the decimal point, got the end of the input");

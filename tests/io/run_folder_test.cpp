@@ -2,6 +2,7 @@
 #include "io/run_folder.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/log.h"
@@ -91,6 +92,25 @@ TEST(Temporaries, TheNextWriterRemovesThoseOfDeadProcesses) {
   EXPECT_EQ(temporary_for(target), target.string() + ".tmp-" + std::to_string(::getpid()));
   EXPECT_EQ(remove_stale_temporaries(dir / "cache"), 1);  // a folder, removed whole
   EXPECT_FALSE(std::filesystem::exists(dir / ("cache.tmp-" + dead)));
+}
+
+// A killed process that its parent has not reaped yet (a zombie) left its temporaries for good.
+TEST(Temporaries, AZombieProcessCountsAsGone) {
+  TempDir dir;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  // Not waited for: a zombie until reaped below. Its state shows in /proc once it has exited.
+  for (int i = 0;
+       i < 1000 && read_file("/proc/" + std::to_string(child) + "/stat").find(") Z") == std::string::npos;
+       ++i) {
+    ::usleep(1000);
+  }
+  const auto stale = dir / ("cache.tmp-" + std::to_string(child));
+  write_file(stale, "torn");
+  EXPECT_EQ(remove_stale_temporaries(dir / "cache"), 1);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  ::waitpid(child, nullptr, 0);
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+// The clean-refusal contract, the scratch folder and the table of targets (see fuzz_targets.h).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "fuzz_targets.h"
+
+namespace saccade::fuzz {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "fuzz finding: %s\n", what.c_str());
+  std::abort();
+}
+
+void check_message(const char* kind, const std::string& message) {
+  if (message.empty()) fail(std::string(kind) + " with an empty message");
+  if (message.find('\n') != std::string::npos) fail(std::string(kind) + " spanning lines: " + message);
+}
+
+// Removed when the process exits normally; a crash leaves it for inspection.
+struct ScratchFolder {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("saccade-fuzz-" + std::to_string(::getpid()));
+  ScratchFolder() { std::filesystem::create_directories(path); }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+}  // namespace
+
+const std::vector<FuzzTarget>& fuzz_targets() {
+  static const std::vector<FuzzTarget> targets = {
+      {"config", fuzz_config},
+      {"overrides", fuzz_overrides},
+      {"json", fuzz_json},
+      {"ptb_tokenizer", fuzz_ptb_tokenizer},
+      {"safetensors", fuzz_safetensors},
+      {"karpathy", fuzz_karpathy},
+      {"coco", fuzz_coco},
+      {"image", fuzz_image}};
+  return targets;
+}
+
+void expect_clean_refusal(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const std::invalid_argument& error) {
+    check_message("std::invalid_argument", error.what());
+  } catch (const std::runtime_error& error) {
+    check_message("std::runtime_error", error.what());
+  }
+}
+
+void require(bool holds, const std::string& what) {
+  if (!holds) fail(what);
+}
+
+std::string scratch_file(std::string_view contents, const std::string& name) {
+  static const ScratchFolder folder;
+  const std::filesystem::path path = folder.path / name;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  out.close();
+  if (!out) fail("cannot write the scratch file " + path.string());
+  return path.string();
+}
+
+}  // namespace saccade::fuzz

@@ -1,0 +1,70 @@
+// Fuzz targets over text: config composition, the overrides grammar, JSON, the PTB tokenizer.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "config/config.h"
+#include "config/overrides.h"
+#include "eval/ptb_tokenizer.h"
+#include "fuzz_targets.h"
+#include "io/json.h"
+
+namespace saccade::fuzz {
+namespace {
+
+std::vector<std::string> lines_of(std::string_view text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    lines.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+void fuzz_config(std::string_view input) {
+  std::string yaml;
+  ComposeRequest request;
+  for (const auto& line : lines_of(input)) {
+    if (!line.empty() && line[0] == '%') {
+      request.overrides.push_back(line.substr(1));
+    } else {
+      yaml += line + "\n";
+    }
+  }
+  request.config_dir = std::filesystem::path(scratch_file(yaml, "config.yaml")).parent_path();
+  expect_clean_refusal([&] {
+    const Config config = compose(request).config;
+    config.to_yaml(false);
+    config.to_yaml(true);
+    config.resolved();
+  });
+}
+
+void fuzz_overrides(std::string_view input) {
+  const std::vector<std::string> overrides = lines_of(input);
+  for (const auto& line : overrides) expect_clean_refusal([&] { config_detail::parse_override(line); });
+  expect_clean_refusal([&] { expand_sweeps(overrides); });
+}
+
+void fuzz_json(std::string_view input) {
+  expect_clean_refusal([&] {
+    const Json value = parse_json(input);
+    for (const int indent : {0, 2}) {
+      const std::string written = dump_json(value, indent);
+      require(parse_json(written) == value, "a document does not read back as written: " + written);
+    }
+  });
+}
+
+void fuzz_ptb_tokenizer(std::string_view input) {
+  for (const auto& token : ptb_tokenize(std::string(input))) {
+    require(!token.empty(), "an empty token");
+    require(token.find_first_of(" \t\n\r\f\v") == std::string::npos, "a token with a space: " + token);
+  }
+}
+
+}  // namespace saccade::fuzz
