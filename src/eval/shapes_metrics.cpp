@@ -164,6 +164,19 @@ void add_shapes_caption(
       }
     }
   }
+  // Object recall: each object named, once, by a mention stating its colour and shape.
+  std::vector<char> named(objects.size(), 0);
+  for (const Mention& mention : parsed.mentions) {
+    if (mention.shape.empty() || mention.color.empty()) continue;
+    int64_t unnamed = mention.count;
+    for (size_t k = 0; k < objects.size() && unnamed > 0; ++k) {
+      if (named[k] || !mention.matches(objects[k])) continue;
+      named[k] = 1;
+      --unnamed;
+    }
+  }
+  tally.objects += static_cast<int64_t>(objects.size());
+  tally.objects_named += std::count(named.begin(), named.end(), 1);
   for (size_t r = 0; r < parsed.relations.size(); ++r) {
     const Mention& a = parsed.mentions[parsed.relation_first[r]];
     const Mention& b = parsed.mentions[parsed.relation_first[r] + 1];
@@ -190,6 +203,8 @@ ShapesScores finish(const ShapesTally& tally) {
   scores.pointing_baseline = ratio(tally.pointing_baseline, tally.pointing_words);
   scores.object_mentions = tally.object_mentions;
   scores.content_accuracy = ratio(static_cast<double>(tally.objects_matched), tally.object_mentions);
+  scores.objects = tally.objects;
+  scores.object_recall = ratio(static_cast<double>(tally.objects_named), tally.objects);
   scores.relations = tally.relations;
   scores.relation_accuracy = ratio(static_cast<double>(tally.relations_true), tally.relations);
   return scores;
@@ -205,8 +220,10 @@ std::string describe(const ShapesScores& scores) {
   return "  pointing game      " + number(scores.pointing_accuracy) + "  (random attention " +
          number(scores.pointing_baseline) + ", " + std::to_string(scores.pointing_words) + " words)\n" +
          "  content accuracy   " + number(scores.content_accuracy) + "  (" +
-         std::to_string(scores.object_mentions) + " object mentions)\n" + "  relation accuracy  " +
-         number(scores.relation_accuracy) + "  (" + std::to_string(scores.relations) + " relations)\n";
+         std::to_string(scores.object_mentions) + " object mentions)\n" + "  object recall      " +
+         number(scores.object_recall) + "  (" + std::to_string(scores.objects) + " objects)\n" +
+         "  relation accuracy  " + number(scores.relation_accuracy) + "  (" +
+         std::to_string(scores.relations) + " relations)\n";
 }
 
 }  // namespace saccade

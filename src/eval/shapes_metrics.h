@@ -10,7 +10,7 @@
 //   }
 //   ShapesScores scores = finish(tally);   // scores.pointing_accuracy, scores.content_accuracy ...
 //
-// The three metrics, each a ratio over the whole split (sums of numerators over sums of
+// The four metrics, each a ratio over the whole split (sums of numerators over sums of
 // denominators, so images with more evidence weigh more):
 //  - Pointing game (Zhang et al. 2016, applied per word): for each generated word that names
 //    exactly one object of the image (a color, shape or size word - "big" counts as "large" -
@@ -23,6 +23,9 @@
 //    still-unmatched object having every attribute stated; a mention of n objects ("two red
 //    circles") needs n objects (duplicates counted). Mentions stating no attribute ("three
 //    shapes") are not counted. Accuracy = matched object mentions / object mentions.
+//  - Object recall: the share of the image's objects that the caption names, each object once,
+//    by a mention stating its colour and its shape (and nothing false): a caption naming one of
+//    three objects scores 1/3 however true it is, so saying little is not rewarded.
 //  - Relation accuracy: "A to the left of B", "A to the right of B", "A above B", "A below B"
 //    between two mentions; true when some object matching A and a different one matching B
 //    stand in that relation, with the generator's definition on boxes [x0, x1) x [y0, y1):
@@ -68,6 +71,8 @@ struct ShapesTally {
   double pointing_baseline = 0;  // sum over those words of the random cell's hit chance
   int64_t object_mentions = 0;   // objects the captions mention (a mention of n counts n)
   int64_t objects_matched = 0;   // ... matched to distinct objects with the stated attributes
+  int64_t objects = 0;           // objects of the images, once per caption
+  int64_t objects_named = 0;     // ... that the caption names with their colour and shape
   int64_t relations = 0;         // relations stated
   int64_t relations_true = 0;    // ... that hold
 };
@@ -80,6 +85,8 @@ struct ShapesScores {
   int64_t pointing_words = 0;
   std::optional<double> content_accuracy;
   int64_t object_mentions = 0;
+  std::optional<double> object_recall;
+  int64_t objects = 0;
   std::optional<double> relation_accuracy;
   int64_t relations = 0;
 };
@@ -94,7 +101,7 @@ void add_shapes_caption(
 
 ShapesScores finish(const ShapesTally& tally);
 
-// The three scores as three indented lines for a printout ("  pointing game      0.5927  (random
+// The four scores as four indented lines for a printout ("  pointing game      0.5927  (random
 // attention 0.0679, 739 words)" ...), numbers with 4 decimals, n/a where there is none.
 std::string describe(const ShapesScores& scores);
 

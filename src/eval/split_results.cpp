@@ -76,6 +76,8 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
                        {"pointing_words", shapes.pointing_words},
                        {"content_accuracy", Json::number_or_null(shapes.content_accuracy)},
                        {"object_mentions", shapes.object_mentions},
+                       {"object_recall", Json::number_or_null(shapes.object_recall)},
+                       {"objects", shapes.objects},
                        {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
                        {"relations", shapes.relations}}));
   }

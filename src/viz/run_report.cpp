@@ -204,6 +204,12 @@ std::string metrics_section(
   return html + "</section>\n";
 }
 
+// The objects count of a shapes score; "-" for scores written before object recall existed.
+std::string objects_cell(const Json& shapes) {
+  const Json* objects = shapes.find("objects");
+  return objects == nullptr ? "-" : std::to_string(objects->as_int64());
+}
+
 std::string shapes_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
   std::string rows;
   for (const auto& [file, scores] : split_scores) {
@@ -216,18 +222,20 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
             std::to_string(shapes->at("pointing_words").as_int64()) + "</td>" +
             number_cell(json_number(*shapes, "content_accuracy"), 3) + "<td class=\"number\">" +
             std::to_string(shapes->at("object_mentions").as_int64()) + "</td>" +
-            number_cell(json_number(*shapes, "relation_accuracy"), 3) + "<td class=\"number\">" +
-            std::to_string(shapes->at("relations").as_int64()) + "</td></tr>\n";
+            number_cell(json_number(*shapes, "object_recall"), 3) + "<td class=\"number\">" +
+            objects_cell(*shapes) + "</td>" + number_cell(json_number(*shapes, "relation_accuracy"), 3) +
+            "<td class=\"number\">" + std::to_string(shapes->at("relations").as_int64()) + "</td></tr>\n";
   }
   if (rows.empty()) return "";
   return "<section id=\"shapes\">\n<h2>Attention and content (shapes world)</h2>\n<table>\n"
          "<tr><th>split</th><th>pointing game</th><th>random attention</th><th>words</th>"
-         "<th>content accuracy</th><th>object mentions</th><th>relation "
+         "<th>content accuracy</th><th>object mentions</th><th>object "
+         "recall</th><th>objects</th><th>relation "
          "accuracy</th><th>relations</th></tr>\n" +
          rows +
          "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak "
-         "lies "
-         "in that object's box.</p>\n</section>\n";
+         "lies in that object's box. Object recall: share of the images' objects a caption names with "
+         "their colour and shape.</p>\n</section>\n";
 }
 
 std::string diversity_section(const std::vector<std::pair<std::string, Json>>& split_scores) {

@@ -76,7 +76,8 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
   // A ratio is null exactly when its count is 0 (n/a, never 0), else in [0, 1].
   for (const auto& [metric, count] :
        {std::pair{"pointing_accuracy", "pointing_words"}, std::pair{"pointing_baseline", "pointing_words"},
-        std::pair{"content_accuracy", "object_mentions"}, std::pair{"relation_accuracy", "relations"}}) {
+        std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
+        std::pair{"relation_accuracy", "relations"}}) {
     const YAML::Node value = scores["shapes"][metric];
     ASSERT_EQ(value.IsNull(), scores["shapes"][count].as<int>() == 0) << metric;
     if (value.IsNull()) continue;

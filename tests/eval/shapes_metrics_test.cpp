@@ -64,6 +64,10 @@ TEST(ShapesMetrics, HandWorkedSplit) {
   EXPECT_DOUBLE_EQ(scores.content_accuracy.value(), 7.0 / 8.0);
   EXPECT_EQ(scores.relations, 2);
   EXPECT_DOUBLE_EQ(scores.relation_accuracy.value(), 0.5);
+  // Objects named with colour and shape, of 3 per caption: 2 + 1 (one red circle exists) + 2 + 1
+  // + 0 + 0 ("a big square" states no colour) = 6 of 18.
+  EXPECT_EQ(scores.objects, 18);
+  EXPECT_DOUBLE_EQ(scores.object_recall.value(), 6.0 / 18.0);
 }
 
 TEST(ShapesMetrics, WrongColorDoesNotMatch) {
@@ -71,7 +75,21 @@ TEST(ShapesMetrics, WrongColorDoesNotMatch) {
   add_shapes_caption(tally, objects(), words({"a", "green", "circle", "below", "a", "red", "star"}), kGrid);
   const ShapesScores scores = finish(tally);
   EXPECT_DOUBLE_EQ(scores.content_accuracy.value(), 0.5);
-  EXPECT_DOUBLE_EQ(scores.relation_accuracy.value(), 0.0);  // no green circle, so nothing can stand below
+  EXPECT_DOUBLE_EQ(scores.relation_accuracy.value(), 0.0);    // no green circle, so nothing can stand below
+  EXPECT_DOUBLE_EQ(scores.object_recall.value(), 1.0 / 3.0);  // only the red star is named
+}
+
+// Saying little scores little: one true mention of three objects recalls a third, and naming an
+// object twice names it once.
+TEST(ShapesMetrics, ObjectRecallCountsEachObjectOnce) {
+  ShapesTally tally;
+  add_shapes_caption(tally, objects(), words({"a", "small", "red", "circle"}), kGrid);
+  add_shapes_caption(
+      tally, objects(), words({"a", "red", "circle", "and", "a", "small", "red", "circle"}), kGrid);
+  add_shapes_caption(tally, objects(), words({"a", "large", "red", "circle"}), kGrid);  // wrong size
+  const ShapesScores scores = finish(tally);
+  EXPECT_EQ(scores.objects, 9);
+  EXPECT_DOUBLE_EQ(scores.object_recall.value(), 2.0 / 9.0);
 }
 
 TEST(ShapesMetrics, EmptyTallyHasNoScoresNotZeros) {
@@ -81,10 +99,12 @@ TEST(ShapesMetrics, EmptyTallyHasNoScoresNotZeros) {
   EXPECT_FALSE(scores.pointing_baseline.has_value());
   EXPECT_FALSE(scores.content_accuracy.has_value());
   EXPECT_FALSE(scores.relation_accuracy.has_value());
+  EXPECT_FALSE(scores.object_recall.has_value());
   EXPECT_EQ(
       describe(scores),
       "  pointing game      n/a  (random attention n/a, 0 words)\n"
       "  content accuracy   n/a  (0 object mentions)\n"
+      "  object recall      n/a  (0 objects)\n"
       "  relation accuracy  n/a  (0 relations)\n");
 }
 
@@ -97,19 +117,22 @@ TEST(ShapesMetrics, RejectsMismatchedAttention) {
   EXPECT_THROW(add_shapes_caption(tally, objects(), caption, kGrid), std::invalid_argument);
 }
 
-TEST(ShapesMetrics, DescribesTheThreeScoresOnePerLine) {
+TEST(ShapesMetrics, DescribesTheFourScoresOnePerLine) {
   ShapesScores scores;
   scores.pointing_accuracy = 0.5927;
   scores.pointing_baseline = 0.0679;
   scores.pointing_words = 739;
   scores.content_accuracy = 0.8;
   scores.object_mentions = 513;
+  scores.object_recall = 0.25;
+  scores.objects = 1000;
   scores.relation_accuracy = 2.0 / 7.0;
   scores.relations = 7;
   EXPECT_EQ(
       describe(scores),
       "  pointing game      0.5927  (random attention 0.0679, 739 words)\n"
       "  content accuracy   0.8000  (513 object mentions)\n"
+      "  object recall      0.2500  (1000 objects)\n"
       "  relation accuracy  0.2857  (7 relations)\n");
 }
 
