@@ -236,19 +236,24 @@ YAML::Node string_node(const std::string& text) {
 
 void check_expanded_size(const YAML::Node& root, const std::string& where) {
   int64_t budget = kMaxYamlValues;
-  const std::function<void(const YAML::Node&)> visit = [&](const YAML::Node& node) {
+  const std::function<void(const YAML::Node&, int)> visit = [&](const YAML::Node& node, int depth) {
     if (--budget < 0) {
       throw ConfigError(
           where + ": the YAML expands to more than " + std::to_string(kMaxYamlValues) +
           " values (aliases that repeat aliases); a config holds a few hundred");
     }
+    if (depth > kMaxYamlDepth) {
+      throw ConfigError(
+          where + ": the YAML nests deeper than " + std::to_string(kMaxYamlDepth) +
+          " levels (an alias inside its own anchor?)");
+    }
     if (node.IsSequence()) {
-      for (const auto& item : node) visit(item);
+      for (const auto& item : node) visit(item, depth + 1);
     } else if (node.IsMap()) {
-      for (auto it = node.begin(); it != node.end(); ++it) visit(it->second);
+      for (auto it = node.begin(); it != node.end(); ++it) visit(it->second, depth + 1);
     }
   };
-  visit(root);
+  visit(root, 0);
 }
 
 std::optional<bool> parse_bool(const std::string& text) {

@@ -82,10 +82,12 @@ std::string nearest_key(const std::string& key, const std::vector<std::string>& 
 // sequences not indented under their key, strings quoted only where YAML would misread them).
 std::string emit_yaml(const YAML::Node& root);
 
-// A config holds a few hundred values: a YAML tree that expands, through aliases, to more than
-// kMaxYamlValues is refused (ConfigError naming `where`) before anything walks it, as an alias
-// bomb would take exponential time and memory.
+// A config holds a few hundred values a few levels deep: a YAML tree that expands, through
+// aliases, to more than kMaxYamlValues or nests deeper than kMaxYamlDepth is refused (ConfigError
+// naming `where`) before anything walks it, as an alias bomb would take exponential time and
+// memory, and an alias inside its own anchor makes a cycle.
 constexpr int64_t kMaxYamlValues = 100000;
+constexpr int kMaxYamlDepth = 512;
 void check_expanded_size(const YAML::Node& root, const std::string& where);
 
 }  // namespace saccade::config_detail

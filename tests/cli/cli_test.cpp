@@ -160,6 +160,16 @@ TEST(Cli, AliasBombInAConfigIsRefused) {
       << result.err;
 }
 
+// An alias inside its own anchor makes the tree a cycle: refused, not walked until the stack ends.
+TEST(Cli, AnAliasInsideItsOwnAnchorIsRefused) {
+  TempDir tree;
+  write_file(tree / "conf/config.yaml", "base: &b {x: *b, y: 1}\n");
+  const auto result = run_saccade({"train", "--cfg", "job", "-cp", (tree / "conf").string()}, tree.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("config.yaml: the YAML nests deeper than 512 levels"), std::string::npos)
+      << result.err;
+}
+
 TEST(Cli, MissingConfigDirIsConfigError) {
   TempDir work;
   const auto result = run_saccade({"train", "--cfg", "-cp", (work / "absent").string()}, work.path());
