@@ -34,6 +34,8 @@ struct DecodedImage {
   torch::Tensor alphas;
   std::array<int64_t, 2> grid{0, 0};
   int64_t height = 0, width = 0;  // of the model's input image
+  // The forced choice: per relation probe, log p(stated caption) and log p(swapped caption).
+  std::vector<std::array<double, 2>> relation_choices;
 };
 
 Json to_json(const DecodedImage& image) {
@@ -49,10 +51,13 @@ Json to_json(const DecodedImage& image) {
   Json::Array n_best;
   for (const ScoredCaption& alternative : image.n_best)
     n_best.push_back(Json::array({alternative.caption, alternative.log_prob}));
+  Json::Array choices;
+  for (const auto& [stated, swapped] : image.relation_choices)
+    choices.push_back(Json::array({stated, swapped}));
   return Json::array(
       {image.position, image.image_id, Json(std::move(words)), Json(std::move(references)),
        Json(std::move(shape)), Json(std::move(alphas)), image.grid[0], image.grid[1], image.height,
-       image.width, Json(std::move(n_best))});
+       image.width, Json(std::move(n_best)), Json(std::move(choices))});
 }
 
 DecodedImage from_json(const Json& json) {
@@ -73,6 +78,9 @@ DecodedImage from_json(const Json& json) {
   for (const Json& alternative : fields.at(10).as_array())
     image.n_best.push_back(
         {alternative.as_array().at(0).as_string(), alternative.as_array().at(1).as_double()});
+  for (const Json& choice : fields.at(11).as_array())
+    image.relation_choices.push_back(
+        {choice.as_array().at(0).as_double(), choice.as_array().at(1).as_double()});
   return image;
 }
 
@@ -91,6 +99,37 @@ std::vector<DecodedImage> gather(const std::vector<DecodedImage>& mine, ProcessG
 
 }  // namespace
 
+std::vector<double> caption_log_probs(
+    AttentionLSTMDecoderImpl& decoder,
+    const torch::Tensor& annotations,
+    const std::vector<int64_t>& image_rows,
+    const std::vector<std::vector<std::string>>& captions,
+    const Vocabulary& vocabulary) {
+  if (captions.empty()) return {};
+  const int64_t count = static_cast<int64_t>(captions.size());
+  int64_t longest = 0;
+  for (const auto& words : captions)
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(words.size()) + 2);
+  auto tokens = torch::full({count, longest}, Vocabulary::kPad, torch::kLong);  // <start> w1 .. wn <end>
+  auto lengths = torch::empty({count}, torch::kLong);                           // steps: words + <end>
+  for (int64_t i = 0; i < count; ++i) {
+    const std::vector<int64_t> ids = vocabulary.encode(captions[static_cast<size_t>(i)]);
+    tokens[i].narrow(0, 0, static_cast<int64_t>(ids.size())).copy_(torch::tensor(ids, torch::kLong));
+    lengths[i] = static_cast<int64_t>(ids.size()) - 1;
+  }
+  const auto device = annotations.device();
+  tokens = tokens.to(device);
+  const auto rows = torch::tensor(image_rows, torch::kLong).to(device);
+  const DecoderOutput output =
+      decoder.forward(annotations.index_select(0, rows), tokens.slice(1, 0, -1), lengths.to(device));
+  const auto log_probs = torch::log_softmax(output.logits.to(torch::kDouble), -1)
+                             .gather(2, tokens.slice(1, 1).unsqueeze(2))
+                             .squeeze(2);  // [N, T]
+  const auto steps = torch::arange(longest - 1, device).unsqueeze(0) < lengths.to(device).unsqueeze(1);
+  const auto totals = (log_probs * steps).sum(1).to(torch::kCPU).contiguous();
+  return {totals.data_ptr<double>(), totals.data_ptr<double>() + count};
+}
+
 DecodedSplit decode_split(
     CaptionerImpl& model,
     Loader& loader,
@@ -106,6 +145,8 @@ DecodedSplit decode_split(
   const auto full = [&](int64_t position) {
     return options.max_images > 0 && position >= options.max_images;
   };
+  std::optional<ShapesEvaluator> shapes;
+  if (options.shapes_world != nullptr) shapes.emplace(*options.shapes_world);
   std::vector<DecodedImage> images;
   int64_t position = 0;
   loader.start_epoch(0);
@@ -118,8 +159,23 @@ DecodedSplit decode_split(
     torch::manual_seed(mix_seed({options.seed, static_cast<uint64_t>(number)}));
     const int64_t height = batch->images.size(2), width = batch->images.size(3);
     const auto grid = model.encoder->grid_size(height, width);
-    const auto captions =
-        search.search(*model.decoder, annotations_of(model, *batch, dataset, options.features));
+    const auto annotations = annotations_of(model, *batch, dataset, options.features);
+    const auto captions = search.search(*model.decoder, annotations);
+    // The forced choice's captions of every image of the batch, scored in one pass.
+    std::vector<int64_t> probe_rows;
+    std::vector<std::vector<std::string>> probe_captions;
+    if (shapes) {
+      for (int64_t b = 0; b < batch->size(); ++b) {
+        for (RelationProbe& probe : shapes->relation_probes(batch->image_ids[b])) {
+          probe_rows.insert(probe_rows.end(), {b, b});
+          probe_captions.push_back(std::move(probe.stated));
+          probe_captions.push_back(std::move(probe.swapped));
+        }
+      }
+    }
+    const std::vector<double> probe_log_probs =
+        caption_log_probs(*model.decoder, annotations, probe_rows, probe_captions, vocabulary);
+    size_t probe = 0;
     for (int64_t b = 0; b < batch->size() && !full(position); ++b) {
       DecodedImage image;
       image.position = position++;
@@ -132,20 +188,24 @@ DecodedSplit decode_split(
       image.grid = grid;
       image.height = height;
       image.width = width;
+      for (; probe < probe_rows.size() && probe_rows[probe] == b; probe += 2)
+        image.relation_choices.push_back({probe_log_probs[probe], probe_log_probs[probe + 1]});
       images.push_back(std::move(image));
     }
   }
   if (ranks > 1) images = gather(images, *options.group);
 
-  std::optional<ShapesEvaluator> shapes;
-  if (options.shapes_world != nullptr) shapes.emplace(*options.shapes_world);
   DecodedSplit decoded;
   for (const DecodedImage& image : images) {
     decoded.image_order.push_back(image.image_id);
     decoded.candidates[image.image_id] = join_words(image.words);
     decoded.references[image.image_id] = image.references;
     if (!image.n_best.empty()) decoded.n_best[image.image_id] = image.n_best;
-    if (shapes) shapes->add(image.image_id, image.words, image.alphas, image.grid, image.height, image.width);
+    if (shapes) {
+      shapes->add(image.image_id, image.words, image.alphas, image.grid, image.height, image.width);
+      for (const auto& [stated, swapped] : image.relation_choices)
+        shapes->add_relation_choice(stated, swapped);
+    }
   }
   if (shapes) decoded.shapes = shapes->scores();
   return decoded;

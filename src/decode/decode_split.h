@@ -59,13 +59,25 @@ struct DecodedSplit {
   std::map<std::string, std::string> candidates;               // each image's caption, words joined
   std::map<std::string, std::vector<std::string>> references;  // each image's references
   std::map<std::string, std::vector<ScoredCaption>> n_best;    // with decode.n_best > 1
-  std::optional<ShapesScores> shapes;                          // with options.shapes_world
+  // With options.shapes_world, the shapes metrics, the forced relation choice included (each
+  // probe's two captions scored by caption_log_probs).
+  std::optional<ShapesScores> shapes;
 };
 
 // The annotations of `batch` [B, L, D] on the model's device: rows of `features` (the batch's
 // images within `dataset`) when given, else the encoder run on the batch's images.
 torch::Tensor annotations_of(
     CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features);
+
+// The model's log-probability of each whole caption (its words, then <end>) under teacher
+// forcing, caption i read against row image_rows[i] of annotations [B, L, D]; words outside the
+// vocabulary read as <unk>. In the decoder's current mode; call under no-grad.
+std::vector<double> caption_log_probs(
+    AttentionLSTMDecoderImpl& decoder,
+    const torch::Tensor& annotations,
+    const std::vector<int64_t>& image_rows,
+    const std::vector<std::vector<std::string>>& captions,
+    const Vocabulary& vocabulary);
 
 // Decodes `loader`'s dataset (one sample per image) from epoch 0's order under no-grad, in eval
 // mode (the model's training flag is restored).

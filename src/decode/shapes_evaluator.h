@@ -5,6 +5,8 @@
 //   for (each batch) for (each image b)
 //     shapes.add(batch.image_ids[b], vocabulary.decode(caption.tokens), caption.alphas,
 //                encoder->grid_size(height, width), height, width);
+//   for (const RelationProbe& probe : shapes.relation_probes(image_id))   // the forced choice
+//     shapes.add_relation_choice(log_prob(probe.stated), log_prob(probe.swapped));
 //   ShapesScores scores = shapes.scores();
 //
 // The truth boxes are mapped through the dataset's resize and crop (map_box) into the pixels of
@@ -42,9 +44,19 @@ class ShapesEvaluator {
       int64_t input_height,
       int64_t input_width);
 
+  // The forced-choice probes of an image (relation_probes in eval/shapes_metrics.h). Throws
+  // std::runtime_error when the truth has no such image.
+  std::vector<RelationProbe> relation_probes(const std::string& image_id) const;
+  void add_relation_choice(double stated_log_prob, double swapped_log_prob) {
+    saccade::add_relation_choice(tally_, stated_log_prob, swapped_log_prob);
+  }
+
   ShapesScores scores() const { return finish(tally_); }
 
  private:
+  // The image's objects with their boxes in the model input's pixels.
+  std::vector<ShapesObject> objects_of(const std::string& image_id) const;
+
   ShapesTruth truth_;
   ImageOptions image_;
   ShapesTally tally_;

@@ -83,11 +83,26 @@ Parsed parse(const std::vector<std::string>& words) {
   return parsed;
 }
 
+const std::array<const char*, 4> kRelations = {"left", "right", "above", "below"};
+
 bool relation_holds(const std::string& relation, const ShapesObject& a, const ShapesObject& b) {
   if (relation == "left") return a.x1 <= b.x0;
   if (relation == "right") return b.x1 <= a.x0;
   if (relation == "above") return a.y1 <= b.y0;
   return b.y1 <= a.y0;  // below
+}
+
+// "a <color> <shape> <relation words> a <color> <shape>", as the generator words it.
+std::vector<std::string> relation_caption(
+    const ShapesObject& a, const std::string& relation, const ShapesObject& b) {
+  std::vector<std::string> words = {"a", a.color, a.shape};
+  if (relation == "left" || relation == "right") {
+    words.insert(words.end(), {"to", "the", relation, "of"});
+  } else {
+    words.push_back(relation);
+  }
+  words.insert(words.end(), {"a", b.color, b.shape});
+  return words;
 }
 
 // The one object having attribute `word`, or -1 (no content word, or ambiguous).
@@ -192,6 +207,33 @@ void add_shapes_caption(
   }
 }
 
+std::vector<RelationProbe> relation_probes(const std::vector<ShapesObject>& objects) {
+  // "a red circle" must name one object: with two red circles the swap may be true as well.
+  const auto unique = [&](const ShapesObject& object) {
+    return std::count_if(objects.begin(), objects.end(), [&](const ShapesObject& other) {
+             return other.color == object.color && other.shape == object.shape;
+           }) == 1;
+  };
+  std::vector<RelationProbe> probes;
+  for (const ShapesObject& a : objects) {
+    for (const ShapesObject& b : objects) {
+      if (&a == &b || !unique(a) || !unique(b)) continue;
+      for (const char* relation : kRelations) {
+        if (relation_holds(relation, a, b))
+          probes.push_back({relation_caption(a, relation, b), relation_caption(b, relation, a)});
+      }
+    }
+  }
+  return probes;
+}
+
+void add_relation_choice(ShapesTally& tally, double stated_log_prob, double swapped_log_prob) {
+  ++tally.relation_choices;
+  tally.relation_choices_won += stated_log_prob > swapped_log_prob    ? 1.0
+                                : stated_log_prob == swapped_log_prob ? 0.5
+                                                                      : 0.0;
+}
+
 ShapesScores finish(const ShapesTally& tally) {
   auto ratio = [](double numerator, int64_t denominator) -> std::optional<double> {
     if (denominator == 0) return std::nullopt;
@@ -207,6 +249,8 @@ ShapesScores finish(const ShapesTally& tally) {
   scores.object_recall = ratio(static_cast<double>(tally.objects_named), tally.objects);
   scores.relations = tally.relations;
   scores.relation_accuracy = ratio(static_cast<double>(tally.relations_true), tally.relations);
+  scores.relation_choices = tally.relation_choices;
+  scores.relation_choice_accuracy = ratio(tally.relation_choices_won, tally.relation_choices);
   return scores;
 }
 
@@ -223,7 +267,9 @@ std::string describe(const ShapesScores& scores) {
          std::to_string(scores.object_mentions) + " object mentions)\n" + "  object recall      " +
          number(scores.object_recall) + "  (" + std::to_string(scores.objects) + " objects)\n" +
          "  relation accuracy  " + number(scores.relation_accuracy) + "  (" +
-         std::to_string(scores.relations) + " relations)\n";
+         std::to_string(scores.relations) + " relations)\n" + "  relation choice    " +
+         number(scores.relation_choice_accuracy) + "  (chance " + number(kRelationChoiceChance) + ", " +
+         std::to_string(scores.relation_choices) + " pairs)\n";
 }
 
 }  // namespace saccade

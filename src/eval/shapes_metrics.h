@@ -30,6 +30,12 @@
 //    between two mentions; true when some object matching A and a different one matching B
 //    stand in that relation, with the generator's definition on boxes [x0, x1) x [y0, y1):
 //    left: A.x1 <= B.x0; right: B.x1 <= A.x0; above: A.y1 <= B.y0; below: B.y1 <= A.y0.
+// And one that does not depend on what the model chooses to say:
+//  - Relation choice (a forced choice): for each true relation between two objects that their
+//    colour and shape name unambiguously, the model's log-probability of the caption stating it ("a red
+//    circle to the left of a blue square") against the same caption with the objects swapped ("a blue square
+//    to the left of a red circle"). Accuracy = the share where the true one is more probable (a tie counts a
+//    half); chance is 0.5.
 #pragma once
 
 #include <cstdint>
@@ -66,16 +72,21 @@ struct AttentionGrid {
 
 // Running counts over a split.
 struct ShapesTally {
-  int64_t pointing_words = 0;    // words naming exactly one object, with attention
-  int64_t pointing_hits = 0;     // ... whose attention peak lies in the object's box
-  double pointing_baseline = 0;  // sum over those words of the random cell's hit chance
-  int64_t object_mentions = 0;   // objects the captions mention (a mention of n counts n)
-  int64_t objects_matched = 0;   // ... matched to distinct objects with the stated attributes
-  int64_t objects = 0;           // objects of the images, once per caption
-  int64_t objects_named = 0;     // ... that the caption names with their colour and shape
-  int64_t relations = 0;         // relations stated
-  int64_t relations_true = 0;    // ... that hold
+  int64_t pointing_words = 0;       // words naming exactly one object, with attention
+  int64_t pointing_hits = 0;        // ... whose attention peak lies in the object's box
+  double pointing_baseline = 0;     // sum over those words of the random cell's hit chance
+  int64_t object_mentions = 0;      // objects the captions mention (a mention of n counts n)
+  int64_t objects_matched = 0;      // ... matched to distinct objects with the stated attributes
+  int64_t objects = 0;              // objects of the images, once per caption
+  int64_t objects_named = 0;        // ... that the caption names with their colour and shape
+  int64_t relations = 0;            // relations stated
+  int64_t relations_true = 0;       // ... that hold
+  int64_t relation_choices = 0;     // forced choices between a true relation and its swap
+  double relation_choices_won = 0;  // ... where the true one was more probable (ties: 1/2)
 };
+
+// The chance level of the forced choice.
+constexpr double kRelationChoiceChance = 0.5;
 
 // Ratios of a tally; a ratio whose denominator is 0 cannot be computed and is std::nullopt
 // (printed and written as n/a or null, never as 0).
@@ -89,7 +100,25 @@ struct ShapesScores {
   int64_t objects = 0;
   std::optional<double> relation_accuracy;
   int64_t relations = 0;
+  std::optional<double> relation_choice_accuracy;
+  int64_t relation_choices = 0;
 };
+
+// A forced choice: the caption stating a true relation, and the same with the objects swapped.
+struct RelationProbe {
+  std::vector<std::string> stated;   // "a red circle to the left of a blue square"
+  std::vector<std::string> swapped;  // "a blue square to the left of a red circle"
+};
+
+// The image's probes: for each ordered pair of objects whose colour and shape no other object of
+// the image shares (so "a red circle" names one object), one per relation (left, right, above,
+// below) that holds from the first to the second, in that order. Each true relation is asked
+// both ways round ("A left of B" and "B right of A"), so a model that ignores where objects are
+// and only prefers naming one of them first scores exactly the chance level.
+std::vector<RelationProbe> relation_probes(const std::vector<ShapesObject>& objects);
+
+// Adds the outcome of one probe from the model's log-probabilities of its two captions.
+void add_relation_choice(ShapesTally& tally, double stated_log_prob, double swapped_log_prob);
 
 // Adds one caption of one image. Throws std::invalid_argument when alphas is non-empty but does
 // not hold one H*W row per word, or the grid is empty.
@@ -101,7 +130,7 @@ void add_shapes_caption(
 
 ShapesScores finish(const ShapesTally& tally);
 
-// The four scores as four indented lines for a printout ("  pointing game      0.5927  (random
+// The five scores as five indented lines for a printout ("  pointing game      0.5927  (random
 // attention 0.0679, 739 words)" ...), numbers with 4 decimals, n/a where there is none.
 std::string describe(const ShapesScores& scores);
 

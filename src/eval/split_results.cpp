@@ -79,7 +79,10 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
                        {"object_recall", Json::number_or_null(shapes.object_recall)},
                        {"objects", shapes.objects},
                        {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
-                       {"relations", shapes.relations}}));
+                       {"relations", shapes.relations},
+                       {"relation_choice_accuracy", Json::number_or_null(shapes.relation_choice_accuracy)},
+                       {"relation_choices", shapes.relation_choices},
+                       {"relation_choice_chance", kRelationChoiceChance}}));
   }
   report.set("per_image", per_image);
   std::filesystem::create_directories(results_dir);

@@ -204,10 +204,11 @@ std::string metrics_section(
   return html + "</section>\n";
 }
 
-// The objects count of a shapes score; "-" for scores written before object recall existed.
-std::string objects_cell(const Json& shapes) {
-  const Json* objects = shapes.find("objects");
-  return objects == nullptr ? "-" : std::to_string(objects->as_int64());
+// A count of a shapes score; "-" for scores written before that metric existed.
+std::string count_cell(const Json& shapes, const char* key) {
+  const Json* count = shapes.find(key);
+  return "<td class=\"number\">" + (count == nullptr ? std::string("-") : std::to_string(count->as_int64())) +
+         "</td>";
 }
 
 std::string shapes_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
@@ -218,24 +219,26 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
     rows += "<tr><td>" +
             xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
             "</td>" + number_cell(json_number(*shapes, "pointing_accuracy"), 3) +
-            number_cell(json_number(*shapes, "pointing_baseline"), 3) + "<td class=\"number\">" +
-            std::to_string(shapes->at("pointing_words").as_int64()) + "</td>" +
-            number_cell(json_number(*shapes, "content_accuracy"), 3) + "<td class=\"number\">" +
-            std::to_string(shapes->at("object_mentions").as_int64()) + "</td>" +
-            number_cell(json_number(*shapes, "object_recall"), 3) + "<td class=\"number\">" +
-            objects_cell(*shapes) + "</td>" + number_cell(json_number(*shapes, "relation_accuracy"), 3) +
-            "<td class=\"number\">" + std::to_string(shapes->at("relations").as_int64()) + "</td></tr>\n";
+            number_cell(json_number(*shapes, "pointing_baseline"), 3) + count_cell(*shapes, "pointing_words");
+    for (const auto& [ratio, count] :
+         {std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
+          std::pair{"relation_accuracy", "relations"},
+          std::pair{"relation_choice_accuracy", "relation_choices"}}) {
+      rows += number_cell(json_number(*shapes, ratio), 3) + count_cell(*shapes, count);
+    }
+    rows += "</tr>\n";
   }
   if (rows.empty()) return "";
   return "<section id=\"shapes\">\n<h2>Attention and content (shapes world)</h2>\n<table>\n"
          "<tr><th>split</th><th>pointing game</th><th>random attention</th><th>words</th>"
          "<th>content accuracy</th><th>object mentions</th><th>object "
          "recall</th><th>objects</th><th>relation "
-         "accuracy</th><th>relations</th></tr>\n" +
+         "accuracy</th><th>relations</th><th>relation choice</th><th>pairs</th></tr>\n" +
          rows +
          "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak "
          "lies in that object's box. Object recall: share of the images' objects a caption names with "
-         "their colour and shape.</p>\n</section>\n";
+         "their colour and shape. Relation choice: share of true relations the model finds more probable "
+         "than the same caption with the two objects swapped (chance 0.5).</p>\n</section>\n";
 }
 
 std::string diversity_section(const std::vector<std::pair<std::string, Json>>& split_scores) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "eval/shapes_metrics.h"
 #include "test_util.h"
 
 namespace saccade::testing {
@@ -77,13 +78,34 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
   for (const auto& [metric, count] :
        {std::pair{"pointing_accuracy", "pointing_words"}, std::pair{"pointing_baseline", "pointing_words"},
         std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
-        std::pair{"relation_accuracy", "relations"}}) {
+        std::pair{"relation_accuracy", "relations"},
+        std::pair{"relation_choice_accuracy", "relation_choices"}}) {
     const YAML::Node value = scores["shapes"][metric];
     ASSERT_EQ(value.IsNull(), scores["shapes"][count].as<int>() == 0) << metric;
     if (value.IsNull()) continue;
     EXPECT_GE(value.as<double>(), 0.0) << metric;
     EXPECT_LE(value.as<double>(), 1.0) << metric;
   }
+  // The forced choice asks each true relation between two distinguishable test objects once.
+  const YAML::Node truth =
+      YAML::LoadFile((work_->path() / "datasets/shapes_smoke/shapes_truth.json").string());
+  int64_t probes = 0;
+  for (const auto& image : truth["images"]) {
+    if (image["split"].as<std::string>() != "test") continue;
+    std::vector<ShapesObject> objects;
+    for (const auto& object : image["objects"]) {
+      const auto box = object["box"];
+      objects.push_back(
+          {object["shape"].as<std::string>(), object["color"].as<std::string>(),
+           object["size"].as<std::string>(), box[0].as<float>(), box[1].as<float>(), box[2].as<float>(),
+           box[3].as<float>()});
+    }
+    probes += static_cast<int64_t>(relation_probes(objects).size());
+  }
+  EXPECT_GT(probes, 0);
+  EXPECT_EQ(scores["shapes"]["relation_choices"].as<int64_t>(), probes);
+  EXPECT_EQ(scores["shapes"]["relation_choice_chance"].as<double>(), 0.5);
+  EXPECT_NE(result.out.find("relation choice"), std::string::npos) << result.out;
 }
 
 TEST_F(EvalTest, ReportShowsEvaluatedSplitsAndRebuildsOnRequest) {

@@ -105,7 +105,51 @@ TEST(ShapesMetrics, EmptyTallyHasNoScoresNotZeros) {
       "  pointing game      n/a  (random attention n/a, 0 words)\n"
       "  content accuracy   n/a  (0 object mentions)\n"
       "  object recall      n/a  (0 objects)\n"
-      "  relation accuracy  n/a  (0 relations)\n");
+      "  relation accuracy  n/a  (0 relations)\n"
+      "  relation choice    n/a  (chance 0.5000, 0 pairs)\n");
+}
+
+TEST(ShapesMetrics, RelationProbesAreEveryTrueRelationAgainstItsSwap) {
+  // Worked from the boxes: (circle, square) left and above; (circle, star) left; (square,
+  // circle) right and below; (square, star) below; (star, circle) right; (star, square) above.
+  const auto probes = relation_probes(objects());
+  std::vector<std::string> stated, swapped;
+  const auto join = [](const std::vector<std::string>& words) {
+    std::string text;
+    for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
+    return text;
+  };
+  for (const RelationProbe& probe : probes) {
+    stated.push_back(join(probe.stated));
+    swapped.push_back(join(probe.swapped));
+  }
+  EXPECT_EQ(
+      stated, (std::vector<std::string>{
+                  "a red circle to the left of a blue square", "a red circle above a blue square",
+                  "a red circle to the left of a red star", "a blue square to the right of a red circle",
+                  "a blue square below a red circle", "a blue square below a red star",
+                  "a red star to the right of a red circle", "a red star above a blue square"}));
+  EXPECT_EQ(swapped[0], "a blue square to the left of a red circle");
+  EXPECT_EQ(swapped[5], "a red star below a blue square");
+  // With a second red circle "a red circle" names two objects: only the square and the star,
+  // each still unambiguous, are asked about.
+  auto with_twin = objects();
+  with_twin.push_back({"circle", "red", "large", 0, 40, 20, 60});
+  std::vector<std::string> unambiguous;
+  for (const RelationProbe& probe : relation_probes(with_twin)) unambiguous.push_back(join(probe.stated));
+  EXPECT_EQ(
+      unambiguous,
+      (std::vector<std::string>{"a blue square below a red star", "a red star above a blue square"}));
+}
+
+TEST(ShapesMetrics, RelationChoiceCountsWinsAndHalfTies) {
+  ShapesTally tally;
+  add_relation_choice(tally, -3.0, -5.0);  // the true caption more probable: won
+  add_relation_choice(tally, -4.0, -4.0);  // a tie: half
+  add_relation_choice(tally, -6.0, -2.0);  // lost
+  const ShapesScores scores = finish(tally);
+  EXPECT_EQ(scores.relation_choices, 3);
+  EXPECT_DOUBLE_EQ(scores.relation_choice_accuracy.value(), 1.5 / 3.0);
 }
 
 TEST(ShapesMetrics, RejectsMismatchedAttention) {
@@ -117,7 +161,7 @@ TEST(ShapesMetrics, RejectsMismatchedAttention) {
   EXPECT_THROW(add_shapes_caption(tally, objects(), caption, kGrid), std::invalid_argument);
 }
 
-TEST(ShapesMetrics, DescribesTheFourScoresOnePerLine) {
+TEST(ShapesMetrics, DescribesTheFiveScoresOnePerLine) {
   ShapesScores scores;
   scores.pointing_accuracy = 0.5927;
   scores.pointing_baseline = 0.0679;
@@ -128,12 +172,15 @@ TEST(ShapesMetrics, DescribesTheFourScoresOnePerLine) {
   scores.objects = 1000;
   scores.relation_accuracy = 2.0 / 7.0;
   scores.relations = 7;
+  scores.relation_choice_accuracy = 0.75;
+  scores.relation_choices = 412;
   EXPECT_EQ(
       describe(scores),
       "  pointing game      0.5927  (random attention 0.0679, 739 words)\n"
       "  content accuracy   0.8000  (513 object mentions)\n"
       "  object recall      0.2500  (1000 objects)\n"
-      "  relation accuracy  0.2857  (7 relations)\n");
+      "  relation accuracy  0.2857  (7 relations)\n"
+      "  relation choice    0.7500  (chance 0.5000, 412 pairs)\n");
 }
 
 }  // namespace
