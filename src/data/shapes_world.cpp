@@ -211,7 +211,47 @@ Phrase relation(const Object& a, const Object& b, Rng& rng) {
   return phrase;
 }
 
-// One caption drawn from the grammar.
+// "[size] color shape": what object recall needs, the size now and then.
+Phrase describe_fully(const std::vector<Object>& objects, int k, Rng& rng) {
+  const Object& object = objects[static_cast<size_t>(k)];
+  Phrase phrase;
+  if (rng.bernoulli(0.3)) phrase.add(object.large ? (rng.bernoulli(0.5) ? "large" : "big") : "small", {k});
+  phrase.add(kColorNames[object.color], {k});
+  phrase.add(kShapeNames[object.shape], {k});
+  return phrase;
+}
+
+// A caption of the complete style (ShapesWorldOptions::captions): every object in random order;
+// one object: "[there is] a [single] X <region>"; two: "[there is] a X <relation> a Y"; three:
+// "a X <relation> a Y and a Z <region>".
+Phrase complete_caption(const std::vector<Object>& objects, int size, Rng& rng) {
+  const int n = static_cast<int>(objects.size());
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int k = 0; k < n; ++k) order[k] = k;
+  for (int i = n - 1; i > 0; --i) std::swap(order[i], order[static_cast<size_t>(rng.uniform_int(0, i))]);
+  Phrase caption;
+  if (n < 3 && rng.bernoulli(0.5)) {
+    for (const char* word : {"there", "is"}) caption.add(word);
+  }
+  caption.add("a");
+  if (n == 1 && rng.bernoulli(0.5)) caption.add("single");
+  caption.add(describe_fully(objects, order[0], rng));
+  if (n == 1) {
+    caption.add(region(objects[order[0]], size));
+    return caption;
+  }
+  caption.add(relation(objects[order[0]], objects[order[1]], rng));
+  caption.add("a");
+  caption.add(describe_fully(objects, order[1], rng));
+  if (n == 3) {
+    for (const char* word : {"and", "a"}) caption.add(word);
+    caption.add(describe_fully(objects, order[2], rng));
+    caption.add(region(objects[order[2]], size));
+  }
+  return caption;
+}
+
+// One caption drawn from the varied grammar.
 Phrase sample_caption(const std::vector<Object>& objects, int size, Rng& rng) {
   const int n = static_cast<int>(objects.size());
   auto any_object = [&] { return static_cast<int>(rng.uniform_int(0, n - 1)); };
@@ -353,7 +393,8 @@ Json manifest_json(const ShapesWorldOptions& options) {
                         {"min_objects", options.min_objects},
                         {"max_objects", options.max_objects},
                         {"captions_per_image", options.captions_per_image},
-                        {"noise", options.noise}})}});
+                        {"noise", options.noise},
+                        {"captions", options.captions}})}});
 }
 
 Json box_json(const Box& box) {
@@ -393,6 +434,7 @@ ShapesWorldOptions shapes_world_options_from(const Config& config) {
   options.max_objects = config.get<int>("dataset.shapes.max_objects");
   options.captions_per_image = config.get<int>("dataset.shapes.captions_per_image");
   options.noise = config.get<int>("dataset.shapes.noise");
+  options.captions = config.get<std::string>("dataset.shapes.captions");
   return options;
 }
 
@@ -414,6 +456,15 @@ void validate(const ShapesWorldOptions& options) {
       options.captions_per_image >= 1 && options.captions_per_image <= 8,
       "captions_per_image must be in [1, 8]", options.captions_per_image);
   check(options.noise >= 0 && options.noise <= 64, "noise must be in [0, 64] gray levels", options.noise);
+  if (options.captions != "varied" && options.captions != "complete") {
+    throw std::invalid_argument(
+        "dataset.shapes.captions must be varied or complete, got '" + options.captions + "'");
+  }
+  check(
+      options.captions != "complete" || options.max_objects <= kMaxCompleteObjects,
+      "max_objects must be <= " + std::to_string(kMaxCompleteObjects) +
+          " with captions complete (its captions name every object)",
+      options.max_objects);
 }
 
 const ShapesImageTruth* ShapesTruth::find(const std::string& image_id) const {
@@ -447,7 +498,8 @@ ShapesScene generate_shapes_scene(const ShapesWorldOptions& options, int64_t img
   // guards against a bug looping forever.
   for (int attempt = 0;
        attempt < 1000 && static_cast<int>(truth.captions.size()) < options.captions_per_image; ++attempt) {
-    const Phrase phrase = sample_caption(objects, options.image_size, rng);
+    const Phrase phrase = options.captions == "complete" ? complete_caption(objects, options.image_size, rng)
+                                                         : sample_caption(objects, options.image_size, rng);
     ShapesCaptionTruth caption = caption_truth(phrase);
     const bool seen = std::any_of(
         truth.captions.begin(), truth.captions.end(),

@@ -9,11 +9,14 @@
 // Each image (image_size x image_size, textured noisy gray background) holds 1..max_objects
 // non-overlapping objects, each a shape (circle square triangle diamond star) in a color (red
 // green blue yellow purple orange) and a size (small large). Each image has captions_per_image
-// distinct captions from a small grammar: attributes ("a small red circle"), spatial relations
-// ("a blue square to the left of a green star", "above", "below"), lists, counts ("there are
-// two green triangles") and positions ("a red star in the top left"). Every relation stated is
-// true of the boxes. For each word of each caption the truth lists the objects it refers to:
-// color, shape and size words refer to their object(s); other words to none.
+// distinct captions from a small grammar. In the varied style: attributes ("a small red
+// circle"), spatial relations ("a blue square to the left of a green star", "above", "below"),
+// lists, counts ("there are two green triangles") and positions ("a red star in the top left").
+// In the complete style every caption names every object: "a red circle in the top left", "a
+// blue square above a small green star", "a red star to the left of a blue circle and a large
+// yellow square at the bottom". Every relation stated is true of the boxes. For each word of each caption the
+// truth lists the objects it refers to: color, shape and size words refer to their object(s); other words to
+// none.
 //
 // On disk, under the world's root:
 //   images/000000.png ...   the images (imgid = file number, train then val then test)
@@ -53,10 +56,16 @@ struct ShapesWorldOptions {
   int max_objects = 3;         // (fewer when they do not fit without overlapping)
   int captions_per_image = 5;  // distinct captions per image, 1..8
   int noise = 12;              // amplitude of the pixel noise in gray levels (0..64); 0 = none
+  // varied: each caption picks a template (one object, a relation, a list, a count ...);
+  // complete: each caption names every object by colour and shape, states a true relation
+  // between two of them, and places a lone or third object in its region (max_objects <= 3).
+  std::string captions = "varied";
 };
 
+constexpr int kMaxCompleteObjects = 3;  // the complete grammar's captions stay within 21 words
+
 // Reads dataset.shapes.{seed, image_size, train_images, val_images, test_images, min_objects,
-// max_objects, captions_per_image, noise}.
+// max_objects, captions_per_image, noise, captions}.
 ShapesWorldOptions shapes_world_options_from(const Config& config);
 // Throws std::invalid_argument naming the key for every value out of its range.
 void validate(const ShapesWorldOptions& options);

@@ -68,10 +68,10 @@ TEST(ShapesWorld, ScenesAreDeterministicPerImageAndSizedByOptions) {
   EXPECT_EQ(first.truth.image_id, "3");
 }
 
-TEST(ShapesWorld, TruthAgreesWithPixelsCaptionsAndRelations) {
-  ShapesWorldOptions options = tiny_world();
-  options.noise = 0;  // exact colors at object centers
-  int relations_checked = 0;
+// Checks 60 scenes of a world with these options: boxes, pixel colours, per-word truth, relations;
+// counts the relations checked.
+void check_truth_agrees_with_pixels_captions_and_relations(
+    const ShapesWorldOptions& options, int& relations_checked) {
   for (int64_t imgid = 0; imgid < 60; ++imgid) {
     const ShapesScene scene = generate_shapes_scene(options, imgid);
     const auto& objects = scene.truth.objects;
@@ -142,14 +142,19 @@ TEST(ShapesWorld, TruthAgreesWithPixelsCaptionsAndRelations) {
         const bool above = words[w] == "above";
         const bool below = words[w] == "below";
         if (!left && !right && !above && !below) continue;
-        int subject = -1;
-        int object = -1;
+        int subject = -1;  // the last shape before the relation
+        int object = -1;   // the first shape after it
         for (size_t v = 0; v < words.size(); ++v) {
           if (caption.objects[v].size() != 1 || !kShapes.count(words[v])) continue;
-          (v < w ? subject : object) = caption.objects[v][0];
+          if (v < w) {
+            subject = caption.objects[v][0];
+          } else if (object < 0) {
+            object = caption.objects[v][0];
+          }
         }
-        ASSERT_GE(subject, 0);
-        ASSERT_GE(object, 0);
+        EXPECT_GE(subject, 0);
+        EXPECT_GE(object, 0);
+        if (subject < 0 || object < 0) continue;
         const Box& a = objects[static_cast<size_t>(subject)].box;
         const Box& b = objects[static_cast<size_t>(object)].box;
         if (left) {
@@ -169,7 +174,51 @@ TEST(ShapesWorld, TruthAgreesWithPixelsCaptionsAndRelations) {
     }
     EXPECT_EQ(distinct.size(), 5u);
   }
-  EXPECT_GT(relations_checked, 10);
+}
+
+TEST(ShapesWorld, TruthAgreesWithPixelsCaptionsAndRelations) {
+  ShapesWorldOptions options = tiny_world();
+  options.noise = 0;  // exact colors at object centers
+  int varied_relations = 0, complete_relations = 0;
+  check_truth_agrees_with_pixels_captions_and_relations(options, varied_relations);
+  EXPECT_GT(varied_relations, 10);
+  options.captions = "complete";
+  check_truth_agrees_with_pixels_captions_and_relations(options, complete_relations);
+  EXPECT_GT(complete_relations, 100);
+}
+
+TEST(ShapesWorld, CompleteCaptionsNameEveryObjectAndATrueRelation) {
+  ShapesWorldOptions options = tiny_world();
+  options.captions = "complete";
+  options.captions_per_image = 8;  // the most a lone small object allows: 8 distinct wordings
+  for (int64_t imgid = 0; imgid < 100; ++imgid) {
+    const ShapesScene scene = generate_shapes_scene(options, imgid);
+    const size_t n = scene.truth.objects.size();
+    ASSERT_EQ(scene.truth.captions.size(), 8u);
+    for (size_t k = 0; k < scene.truth.captions.size(); ++k) {
+      const ShapesCaptionTruth& caption = scene.truth.captions[k];
+      EXPECT_LE(caption.words.size(), 21u) << scene.raw_captions[k];
+      // Each object once by its colour word and once by its shape word.
+      for (size_t object = 0; object < n; ++object) {
+        int colour_words = 0, shape_words = 0;
+        for (size_t w = 0; w < caption.words.size(); ++w) {
+          if (caption.objects[w] != std::vector<int>{static_cast<int>(object)}) continue;
+          colour_words += kColors.count(caption.words[w]) > 0;
+          shape_words += kShapes.count(caption.words[w]) > 0;
+        }
+        EXPECT_EQ(colour_words, 1) << scene.raw_captions[k] << " object " << object;
+        EXPECT_EQ(shape_words, 1) << scene.raw_captions[k] << " object " << object;
+      }
+      // Two or three objects: a relation; one or three: a region ("top", "middle", ...).
+      const auto has = [&](std::initializer_list<const char*> any) {
+        return std::any_of(any.begin(), any.end(), [&](const char* word) {
+          return std::find(caption.words.begin(), caption.words.end(), word) != caption.words.end();
+        });
+      };
+      EXPECT_EQ(has({"above", "below", "of"}), n >= 2) << scene.raw_captions[k];
+      EXPECT_EQ(has({"top", "bottom", "middle"}) || (n != 2 && has({"on"})), n != 2) << scene.raw_captions[k];
+    }
+  }
 }
 
 TEST(ShapesWorld, FilesReadBackThroughTheKarpathyReaderAndTruthLoader) {
@@ -267,6 +316,19 @@ TEST(ShapesWorld, ValidateNamesTheKey) {
   options = ShapesWorldOptions{};
   options.train_images = 0;
   EXPECT_THROW(validate(options), std::invalid_argument);
+  options = ShapesWorldOptions{};
+  options.captions = "other";
+  EXPECT_EQ(
+      message_of<std::invalid_argument>([&] { validate(options); }),
+      "dataset.shapes.captions must be varied or complete, got 'other'");
+  options.captions = "complete";
+  options.max_objects = 4;
+  EXPECT_EQ(
+      message_of<std::invalid_argument>([&] { validate(options); }),
+      "dataset.shapes.max_objects must be <= 3 with captions complete (its captions name every object), got "
+      "4");
+  options.captions = "varied";
+  EXPECT_NO_THROW(validate(options));
 }
 
 }  // namespace
