@@ -32,6 +32,7 @@ EncoderOptions encoder_options_from(const Config& cfg) {
     }
     options.grid = std::array<int64_t, 2>{(*grid)[0], (*grid)[1]};
   }
+  options.position = cfg.get_parsed("encoder.position", parse_grid_position);
   if (options.name == "small_cnn") options.channels = cfg.get<std::vector<int64_t>>("encoder.channels");
   if (options.name == "torchscript") {
     options.path = cfg.get<std::string>("encoder.path");
@@ -59,7 +60,7 @@ std::map<std::string, std::string> describe_annotations(
   } else if (encoder.weights) {
     weights = file_digest(*encoder.weights);
   }
-  return {
+  std::map<std::string, std::string> described = {
       {"encoder.name", encoder.name},
       {"encoder.weights_digest", weights},
       {"encoder.grid", encoder.grid ? list(*encoder.grid) : "null"},
@@ -70,6 +71,9 @@ std::map<std::string, std::string> describe_annotations(
       {"dataset.image.mean", list(image.mean)},
       {"dataset.image.std", list(image.std)},
   };
+  // Only when set, so caches made before the option existed still match.
+  if (encoder.position != GridPosition::none) described["encoder.position"] = to_string(encoder.position);
+  return described;
 }
 
 void validate(const EncoderOptions& options) {
@@ -115,8 +119,11 @@ void validate(const EncoderOptions& options) {
   }
 }
 
-EncoderImpl::EncoderImpl(std::string name, std::optional<std::array<int64_t, 2>> grid, bool freeze_batchnorm)
-    : name_(std::move(name)), grid_(grid), freeze_batchnorm_(freeze_batchnorm) {}
+EncoderImpl::EncoderImpl(const EncoderOptions& options, bool freeze_batchnorm)
+    : name_(options.name),
+      grid_(options.grid),
+      position_(options.position),
+      freeze_batchnorm_(freeze_batchnorm) {}
 
 torch::Tensor EncoderImpl::forward(const torch::Tensor& images) {
   const torch::Tensor grid = forward_grid(images);      // [B, D, H', W']
@@ -148,7 +155,7 @@ torch::Tensor EncoderImpl::forward_grid(const torch::Tensor& images) {
   if (grid_.has_value() && (x.size(2) != out[0] || x.size(3) != out[1])) {
     x = torch::adaptive_avg_pool2d(x, {out[0], out[1]});  // [B, D, H', W']
   }
-  return x;  // [B, D, H', W']
+  return add_grid_position(x, position_);  // [B, D (+ 2), H', W']
 }
 
 std::array<int64_t, 2> EncoderImpl::grid_size(int64_t height, int64_t width) const {
@@ -218,6 +225,11 @@ Registry<EncoderBuilder>& encoder_registry() {
 Encoder build_encoder(const EncoderOptions& options) {
   validate(options);
   std::shared_ptr<EncoderImpl> encoder = encoder_registry().get(options.name)(options);
+  if (options.position == GridPosition::sinusoidal && encoder->feature_dim() % 4 != 0) {
+    throw std::invalid_argument(
+        "encoder.position sinusoidal needs annotations whose dimension is a multiple of 4; " + options.name +
+        " gives " + std::to_string(encoder->feature_dim()));
+  }
   if (options.weights.has_value()) {
     LoadStateDictOptions load;
     load.ignored_prefixes = {"fc.", "classifier.", "head.", "pre_logits."};

@@ -6,7 +6,8 @@
 // Shape legend: B batch, L = H' * W' grid locations, D annotation dim (channels of the grid).
 // Images are float, already resized and normalized by data/ (ImageNet mean/std for the
 // pretrained networks). The grid is the network's last kept feature map, optionally
-// adaptive-average-pooled to `grid`, flattened row-major (l = y * W' + x).
+// adaptive-average-pooled to `grid`, with `position` applied (models/grid_position.h), flattened
+// row-major (l = y * W' + x).
 //
 // Encoders by name (the registry below; configs/encoder/<name>.yaml holds each one's keys):
 //   small_cnn          a compact CNN for the shapes world, trained from scratch
@@ -39,6 +40,7 @@
 
 #include "base/registry.h"
 #include "config/config.h"
+#include "models/grid_position.h"
 
 namespace saccade {
 
@@ -54,6 +56,8 @@ struct EncoderOptions {
   int64_t trainable_blocks = -1;
   // Adaptive average pooling of the output grid to [H', W']; nullopt = the native grid.
   std::optional<std::array<int64_t, 2>> grid;
+  // Position added to the grid: none, coords (x, y channels appended) or sinusoidal (added).
+  GridPosition position = GridPosition::none;
   // small_cnn: output channels of each conv stage; a 2x2 max pool follows every stage but the
   // last, whose channel count is D. Four stages turn 64 px into an 8x8 grid.
   std::vector<int64_t> channels = {32, 64, 128, 128};
@@ -64,7 +68,7 @@ struct EncoderOptions {
   std::array<int64_t, 2> probe_size = {224, 224};
 };
 
-// Reads `encoder.*`: name, weights, trainable_blocks, grid, plus channels (small_cnn) or path and
+// Reads `encoder.*`: name, weights, trainable_blocks, grid, position, plus channels (small_cnn) or path and
 // probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
 EncoderOptions encoder_options_from(const Config& cfg);
 
@@ -93,8 +97,10 @@ class EncoderImpl : public torch::nn::Module {
   // Normalized images [B, 3, H, W] -> the grid [B, D, H', W'] (what `forward` flattens).
   torch::Tensor forward_grid(const torch::Tensor& images);
 
-  // D: channels of the annotation grid.
-  virtual int64_t annotation_dim() const = 0;
+  // Channels of the network's last feature map.
+  virtual int64_t feature_dim() const = 0;
+  // D: channels of the annotation grid, position channels included.
+  int64_t annotation_dim() const { return feature_dim() + added_channels(position_); }
 
   // [H', W'] of the grid for an input of height x width: `grid` when set, else the native size.
   std::array<int64_t, 2> grid_size(int64_t height, int64_t width) const;
@@ -115,7 +121,8 @@ class EncoderImpl : public torch::nn::Module {
   void train(bool on = true) override;
 
  protected:
-  EncoderImpl(std::string name, std::optional<std::array<int64_t, 2>> grid, bool freeze_batchnorm);
+  // Takes the name, grid and position of `options`.
+  EncoderImpl(const EncoderOptions& options, bool freeze_batchnorm);
 
   // The chain: block `index` maps the previous block's output to its own.
   virtual size_t block_count() const = 0;
@@ -128,6 +135,7 @@ class EncoderImpl : public torch::nn::Module {
  private:
   std::string name_;
   std::optional<std::array<int64_t, 2>> grid_;
+  GridPosition position_;
   bool freeze_batchnorm_;
   int64_t trainable_blocks_ = 0;  // 0 .. num_blocks()
 };

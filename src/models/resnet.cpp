@@ -68,7 +68,7 @@ torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {
 }
 
 ResNetImpl::ResNetImpl(int64_t depth, const EncoderOptions& options)
-    : EncoderImpl(options.name, options.grid, /*freeze_batchnorm=*/true) {
+    : EncoderImpl(options, /*freeze_batchnorm=*/true) {
   std::array<int64_t, 4> counts{};
   bool bottleneck = false;
   switch (depth) {

@@ -47,7 +47,7 @@ class ResNetImpl : public EncoderImpl {
  public:
   // depth: 18, 34, 50, 101 or 152 (std::invalid_argument otherwise). Uses options.name and .grid.
   ResNetImpl(int64_t depth, const EncoderOptions& options);
-  int64_t annotation_dim() const override { return dim_; }
+  int64_t feature_dim() const override { return dim_; }
 
  protected:
   size_t block_count() const override { return 5; }

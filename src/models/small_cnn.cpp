@@ -18,7 +18,7 @@ torch::Tensor SmallCnnStageImpl::forward(const torch::Tensor& x) {
 }
 
 SmallCnnImpl::SmallCnnImpl(const EncoderOptions& options)
-    : EncoderImpl(options.name, options.grid, /*freeze_batchnorm=*/false), channels_(options.channels) {
+    : EncoderImpl(options, /*freeze_batchnorm=*/false), channels_(options.channels) {
   stages_ = register_module("stages", torch::nn::ModuleList());
   int64_t in_channels = 3;
   for (const int64_t out_channels : channels_) {

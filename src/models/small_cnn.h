@@ -31,7 +31,7 @@ class SmallCnnImpl : public EncoderImpl {
  public:
   // Uses options.channels and options.grid.
   explicit SmallCnnImpl(const EncoderOptions& options);
-  int64_t annotation_dim() const override { return channels_.back(); }
+  int64_t feature_dim() const override { return channels_.back(); }
 
  protected:
   size_t block_count() const override { return channels_.size(); }

@@ -16,7 +16,7 @@ std::string first_line(const std::string& text) {
 }  // namespace
 
 TorchScriptEncoderImpl::TorchScriptEncoderImpl(const EncoderOptions& options)
-    : EncoderImpl(options.name, options.grid, /*freeze_batchnorm=*/true), path_(options.path) {
+    : EncoderImpl(options, /*freeze_batchnorm=*/true), path_(options.path) {
   try {
     module_ = torch::jit::load(path_, torch::kCPU);
   } catch (const c10::Error& error) {

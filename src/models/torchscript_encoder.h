@@ -24,7 +24,7 @@ class TorchScriptEncoderImpl : public EncoderImpl {
   // Uses options.path, .probe_size, .name and .grid. Throws std::runtime_error when the file
   // cannot be loaded, std::invalid_argument when the module does not return a 4-D grid.
   explicit TorchScriptEncoderImpl(const EncoderOptions& options);
-  int64_t annotation_dim() const override { return dim_; }
+  int64_t feature_dim() const override { return dim_; }
   // The TorchScript module is no registered submodule: it is moved here, with the encoder.
   using EncoderImpl::to;
   void to(torch::Device device, bool non_blocking = false) override;

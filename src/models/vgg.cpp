@@ -11,7 +11,7 @@
 namespace saccade {
 
 VggImpl::VggImpl(int64_t depth, const EncoderOptions& options)
-    : EncoderImpl(options.name, options.grid, /*freeze_batchnorm=*/true) {
+    : EncoderImpl(options, /*freeze_batchnorm=*/true) {
   // Convs per stage (torchvision's configurations "D" and "E").
   std::array<int, 5> convs{};
   if (depth == 16) {

@@ -17,7 +17,7 @@ class VggImpl : public EncoderImpl {
  public:
   // depth: 16 or 19 (std::invalid_argument otherwise). Uses options.name and .grid.
   VggImpl(int64_t depth, const EncoderOptions& options);
-  int64_t annotation_dim() const override { return 512; }
+  int64_t feature_dim() const override { return 512; }
 
  protected:
   size_t block_count() const override { return stages_.size(); }

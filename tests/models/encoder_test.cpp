@@ -379,8 +379,10 @@ encoder:
   weights: weights/resnet101.safetensors
   trainable_blocks: 2
   grid: [14, 14]
+  position: coords
 )"));
   const EncoderOptions options = encoder_options_from(cfg);
+  EXPECT_EQ(options.position, GridPosition::coords);
   EXPECT_EQ(options.name, "resnet101");
   EXPECT_EQ(options.weights.value_or(""), "weights/resnet101.safetensors");
   EXPECT_EQ(options.trainable_blocks, 2);
