@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <sstream>
@@ -18,6 +19,13 @@ constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 
 void require(bool condition, const std::string& message) {
   if (!condition) throw std::invalid_argument(message);
+}
+
+// 0.25 -> "0.25", 25.0 -> "25".
+std::string number_text(double value) {
+  std::ostringstream text;
+  text << std::setprecision(6) << value;
+  return text.str();
 }
 
 // uint8 [H, W, 3] tensor -> a cv::Mat sharing its (contiguous) memory.
@@ -89,7 +97,8 @@ const EnumNames<Upsample> kUpsampleNames(
     "upsampling",
     {{Upsample::nearest, "nearest"}, {Upsample::bilinear, "bilinear"}, {Upsample::bicubic, "bicubic"}});
 const EnumNames<OverlayMode> kOverlayModeNames(
-    "overlay mode", {{OverlayMode::heatmap, "heatmap"}, {OverlayMode::darken, "darken"}});
+    "overlay mode",
+    {{OverlayMode::contour, "contour"}, {OverlayMode::heatmap, "heatmap"}, {OverlayMode::darken, "darken"}});
 const EnumNames<AttentionScale> kAttentionScaleNames(
     "attention scale", {{AttentionScale::per_word, "per_word"}, {AttentionScale::absolute, "absolute"}});
 const EnumNames<HeadView> kHeadViewNames("head view", {{HeadView::mean, "mean"}, {HeadView::each, "each"}});
@@ -127,6 +136,8 @@ VizOptions viz_options_from(const Config& config) {
   options.upsample = config.get_parsed("viz.upsample", parse_upsample);
   options.smooth_sigma = config.get<double>("viz.smooth_sigma");
   options.mode = config.get_parsed("viz.mode", parse_overlay_mode);
+  options.contour_levels = config.get<std::vector<double>>("viz.contour_levels");
+  options.peak_marker = config.get<bool>("viz.peak_marker");
   options.heatmap_opacity = config.get<double>("viz.heatmap_opacity");
   options.darken_floor = config.get<double>("viz.darken_floor");
   options.normalize = config.get_parsed("viz.normalize", parse_attention_scale);
@@ -140,6 +151,14 @@ void validate(const VizOptions& options) {
   require(options.columns >= 1, "viz.columns must be >= 1");
   require(options.label_height >= 8, "viz.label_height must be >= 8 pixels");
   require(options.smooth_sigma >= 0, "viz.smooth_sigma must be >= 0 (0 = no smoothing)");
+  require(!options.contour_levels.empty(), "viz.contour_levels must list at least one level");
+  for (size_t i = 0; i < options.contour_levels.size(); ++i) {
+    const double level = options.contour_levels[i];
+    require(
+        level > 0 && level <= 1 && (i == 0 || level > options.contour_levels[i - 1]),
+        "viz.contour_levels must be ascending and in (0, 1], got " + number_text(level) + " at position " +
+            std::to_string(i));
+  }
   require(
       options.heatmap_opacity >= 0 && options.heatmap_opacity <= 1, "viz.heatmap_opacity must be in [0, 1]");
   require(options.darken_floor >= 0 && options.darken_floor <= 1, "viz.darken_floor must be in [0, 1]");
@@ -202,12 +221,80 @@ std::array<double, 3> jet(double v) {
       segment({{0, 0.5}, {0.11, 1}, {0.34, 1}, {0.65, 0}, {1, 0}})};
 }
 
+namespace {
+
+// The iso-lines of `map` at each level over a copy of `image`: a black halo, then the line in
+// jet(level).
+torch::Tensor draw_contours(const torch::Tensor& image, const torch::Tensor& map, const VizOptions& options) {
+  auto output = image.clone();
+  cv::Mat canvas = as_mat(output);
+  const auto values = map.to(torch::kCPU, torch::kFloat).contiguous();
+  const cv::Mat map_mat(
+      static_cast<int>(values.size(0)), static_cast<int>(values.size(1)), CV_32F,
+      const_cast<float*>(values.data_ptr<float>()));
+  const int thickness = std::max(1, static_cast<int>(image.size(0) / 112));
+  for (const double level : options.contour_levels) {
+    cv::Mat inside;
+    cv::compare(map_mat, level, inside, cv::CMP_GE);
+    std::vector<std::vector<cv::Point>> contours;
+    cv::findContours(inside, contours, cv::RETR_LIST, cv::CHAIN_APPROX_NONE);
+    const auto color = jet(level);
+    cv::drawContours(canvas, contours, -1, cv::Scalar(0, 0, 0), thickness + 2, cv::LINE_8);
+    cv::drawContours(
+        canvas, contours, -1, cv::Scalar(255 * color[0], 255 * color[1], 255 * color[2]), thickness,
+        cv::LINE_8);
+  }
+  return output;
+}
+
+std::string percent(double fraction) {
+  return number_text(100 * fraction) + "%";
+}
+
+}  // namespace
+
+int64_t peak_marker_radius(int64_t panel_size) {
+  return std::max<int64_t>(3, panel_size / 28);
+}
+
+void draw_peak_marker(torch::Tensor& panel, int64_t cell, const std::array<int64_t, 2>& grid) {
+  cv::Mat canvas = as_mat(panel);
+  const int64_t side = panel.size(0), row = cell / grid[1], column = cell % grid[1];
+  const cv::Point centre(
+      static_cast<int>((2 * column + 1) * panel.size(1) / (2 * grid[1])),
+      static_cast<int>((2 * row + 1) * side / (2 * grid[0])));
+  const int radius = static_cast<int>(peak_marker_radius(side));
+  for (const auto& [color, width] :
+       {std::pair{cv::Scalar(0, 0, 0), 3}, std::pair{cv::Scalar(255, 255, 255), 1}}) {
+    cv::line(canvas, centre - cv::Point(radius, 0), centre + cv::Point(radius, 0), color, width, cv::LINE_8);
+    cv::line(canvas, centre - cv::Point(0, radius), centre + cv::Point(0, radius), color, width, cv::LINE_8);
+  }
+}
+
+std::string attention_legend(const VizOptions& options) {
+  const std::string scale =
+      options.normalize == AttentionScale::per_word ? "each word's peak" : "all attention on one cell";
+  std::string legend = "Attention: ";
+  if (options.mode == OverlayMode::contour) {
+    legend += "contours at ";
+    for (size_t i = 0; i < options.contour_levels.size(); ++i)
+      legend += (i == 0 ? "" : ", ") + percent(options.contour_levels[i]);
+    legend += " of " + scale;
+  } else if (options.mode == OverlayMode::heatmap) {
+    legend += "colour from blue (none) to red (" + scale + ")";
+  } else {
+    legend += "brightness from " + percent(options.darken_floor) + " (none) to full (" + scale + ")";
+  }
+  return options.peak_marker ? legend + "; + marks the peak cell" : legend;
+}
+
 torch::Tensor overlay_attention(
     const torch::Tensor& image, const torch::Tensor& map, const VizOptions& options) {
   const torch::Tensor source = check_image(image);
   require(
       map.dim() == 2 && map.size(0) == source.size(0) && map.size(1) == source.size(1),
       "An attention map must be [H, W] like its image");
+  if (options.mode == OverlayMode::contour) return draw_contours(source, map, options);
   const auto values = map.to(torch::kCPU, torch::kDouble).contiguous();
   auto output = torch::empty_like(source);
   const auto in = source.accessor<uint8_t, 3>();
@@ -341,13 +428,16 @@ torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOp
     for (int64_t i = 0; i < n; ++i) {
       const auto map = attention_map(per_block[b][i], figure.grid, side, side, options);
       auto panel = overlay_attention(image, map, options);
-      if (figure.outline_read_cell)
-        outline_cell(panel, per_block[b][i].argmax().item<int64_t>(), figure.grid);
+      const int64_t peak = per_block[b][i].argmax().item<int64_t>();
+      if (figure.outline_read_cell) outline_cell(panel, peak, figure.grid);
+      if (options.peak_marker) draw_peak_marker(panel, peak, figure.grid);
       block.push_back({panel, figure.words[i]});
     }
     blocks.push_back(std::move(block));
   }
-  return draw_panel_grid(blocks, figure.notes, options);
+  std::vector<std::string> notes = figure.notes;
+  if (figure.legend) notes.push_back(attention_legend(options));
+  return draw_panel_grid(blocks, notes, options);
 }
 
 }  // namespace saccade

@@ -15,9 +15,13 @@
 //      bilinear or bicubic; the grid's cells cover the image in equal blocks), optionally smoothed
 //      with a Gaussian, then scaled (per_word: peak = 1; absolute: the raw weights, 1 = all the
 //      attention on one cell) and clipped to [0, 1].
-//   2. overlay_attention: heatmap = (1 - opacity) * image + opacity * 255 * jet(m), per channel;
+//   2. overlay_attention: contour = the image with the iso-lines m = level for each of
+//      contour_levels, each drawn in jet(level) over a black halo, so the picture stays visible;
+//      heatmap = (1 - opacity) * image + opacity * 255 * jet(m), per channel;
 //      darken = image * (floor + (1 - floor) * m), the paper's look (attended pixels keep
 //      their value, the rest dim towards `floor`). Results are rounded to the nearest integer.
+//      With peak_marker, a cross at the centre of the cell holding the word's largest weight
+//      (the cell the pointing game scores).
 //   3. draw_panel_grid: the image first, then one panel per word with the word underneath, in
 //      rows of `columns` panels; notes (caption, references) are written below the panels.
 #pragma once
@@ -45,11 +49,12 @@ Upsample parse_upsample(const std::string& name);
 
 // How the attention is drawn over the image.
 enum class OverlayMode {
+  contour,  // iso-lines of the attention over the untouched image
   heatmap,  // the jet colormap blended over the image
   darken,   // the image dimmed where attention is low (the paper's figures)
 };
 std::string to_string(OverlayMode mode);
-// "heatmap" | "darken"; throws std::invalid_argument naming the value otherwise.
+// "contour" | "heatmap" | "darken"; throws std::invalid_argument naming the value otherwise.
 OverlayMode parse_overlay_mode(const std::string& name);
 
 // How a word's map is scaled before drawing.
@@ -81,7 +86,11 @@ struct VizOptions {
   // Standard deviation of the Gaussian smoothing after upsampling, in grid cells (1.0 = one
   // cell's width); 0 = no smoothing.
   double smooth_sigma = 1.0;
-  OverlayMode mode = OverlayMode::heatmap;
+  OverlayMode mode = OverlayMode::contour;
+  // contour: the map values whose iso-lines are drawn, each in (0, 1], ascending.
+  std::vector<double> contour_levels = {0.25, 0.5, 0.75};
+  // A cross at the centre of the word's peak cell, in every mode.
+  bool peak_marker = true;
   // heatmap: the colormap's weight in the blend, 0 (image only) .. 1 (colormap only).
   double heatmap_opacity = 0.5;
   // darken: the brightness factor kept where the attention is 0, 0 (black) .. 1 (no dimming).
@@ -92,14 +101,14 @@ struct VizOptions {
   int64_t sample_images = 4;
 };
 
-// Reads viz.{panel_size, columns, label_height, upsample, smooth_sigma, mode, heatmap_opacity,
-// darken_floor, normalize, heads, sample_images}. Throws ConfigError for a missing key or a bad
-// value.
+// Reads viz.{panel_size, columns, label_height, upsample, smooth_sigma, mode, contour_levels,
+// peak_marker, heatmap_opacity, darken_floor, normalize, heads, sample_images}. Throws
+// ConfigError for a missing key or a bad value.
 VizOptions viz_options_from(const Config& config);
 
 // Throws std::invalid_argument, one sentence per broken rule: panel_size >= 16, columns >= 1,
-// label_height >= 8, smooth_sigma >= 0, heatmap_opacity and darken_floor in [0, 1],
-// sample_images >= 0.
+// label_height >= 8, smooth_sigma >= 0, contour_levels non-empty, ascending and in (0, 1],
+// heatmap_opacity and darken_floor in [0, 1], sample_images >= 0.
 void validate(const VizOptions& options);
 
 // Blank pixels between panels and around the grid.
@@ -119,9 +128,21 @@ torch::Tensor attention_map(
 // dark blue, 1 -> (0.5, 0, 0) dark red.
 std::array<double, 3> jet(double v);
 
-// Draws `map` float [H, W] in [0, 1] over `image` uint8 [H, W, 3] (step 2 above) -> uint8 [H, W, 3].
+// Draws `map` float [H, W] in [0, 1] over `image` uint8 [H, W, 3] (step 2 above, without the
+// marker) -> uint8 [H, W, 3].
 torch::Tensor overlay_attention(
     const torch::Tensor& image, const torch::Tensor& map, const VizOptions& options);
+
+// Pixels: the half-width of the peak marker's arms in a P-pixel panel (at least 3).
+int64_t peak_marker_radius(int64_t panel_size);
+
+// Draws the peak marker on `panel` uint8 [P, P, 3] (in place) at the centre of grid cell `cell`:
+// a white cross of arms peak_marker_radius(P) over a black one a pixel wider.
+void draw_peak_marker(torch::Tensor& panel, int64_t cell, const std::array<int64_t, 2>& grid);
+
+// One line saying how the overlays are drawn and scaled, for under a figure: "Attention:
+// contours at 25%, 50%, 75% of each word's peak; + marks the peak cell".
+std::string attention_legend(const VizOptions& options);
 
 // A picture in the grid with its label underneath.
 struct Panel {
@@ -162,6 +183,8 @@ struct AttentionFigure {
   std::vector<std::string> notes;  // lines written below the panels (caption, references)
   // Hard attention: frame the cell each word read (its alpha's peak) in white.
   bool outline_read_cell = false;
+  // Add attention_legend(options) as the last note line.
+  bool legend = false;
 };
 
 // Pixels: the width of the frame outline_read_cell draws (thinner in cells under 8 pixels).

@@ -38,6 +38,7 @@ AttentionFigure make_attention_figure(
   figure.grid = model.encoder->grid_size(crop.size(0), crop.size(1));
   figure.notes = std::move(notes);
   figure.outline_read_cell = model.decoder->options().attention_mode == AttentionMode::hard;
+  figure.legend = true;
   return figure;
 }
 

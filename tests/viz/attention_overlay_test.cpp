@@ -11,12 +11,13 @@
 namespace saccade {
 namespace {
 
-// Exact options: blocky upsampling, no smoothing, each map scaled to peak 1.
+// Exact options: blocky upsampling, no smoothing, each map scaled to peak 1, no peak marker.
 VizOptions exact_options() {
   VizOptions options;
   options.upsample = Upsample::nearest;
   options.smooth_sigma = 0;
   options.normalize = AttentionScale::per_word;
+  options.peak_marker = false;
   return options;
 }
 
@@ -135,6 +136,67 @@ TEST(Overlay, HeatmapBlendsJetOverTheImage) {
   EXPECT_EQ(mismatches, 0);
 }
 
+TEST(Overlay, ContourOutlinesTheAttendedCellAndLeavesTheImage) {
+  // The map is 1 on rows 8..15, columns 16..23 and 0 elsewhere: the 0.5 iso-line runs along that
+  // block's border pixels in jet(0.5) (a 32-pixel panel draws 1-pixel lines), over a black halo
+  // of 3-pixel lines, which OpenCV draws 2 pixels to each side.
+  VizOptions options = exact_options();
+  options.mode = OverlayMode::contour;
+  options.contour_levels = {0.5};
+  const auto map = attention_map(one_hot(4, 4, 1, 2), {4, 4}, 32, 32, options);
+  const auto out = overlay_attention(solid(32, 32, 100), map, options);
+  const auto color = jet(0.5);
+  const std::array<int, 3> line = {
+      static_cast<int>(std::lround(255 * color[0])), static_cast<int>(std::lround(255 * color[1])),
+      static_cast<int>(std::lround(255 * color[2]))};
+  for (const auto& [y, x] : {std::pair{8, 20}, std::pair{15, 20}, std::pair{12, 16}, std::pair{12, 23}})
+    EXPECT_EQ(pixel(out, y, x), line) << y << ", " << x;
+  for (const auto& [y, x] :
+       {std::pair{6, 20}, std::pair{7, 20}, std::pair{9, 20}, std::pair{16, 20}, std::pair{17, 20},
+        std::pair{12, 14}, std::pair{12, 15}, std::pair{12, 25}})
+    EXPECT_EQ(pixel(out, y, x), (std::array<int, 3>{0, 0, 0})) << "halo at " << y << ", " << x;
+  int64_t changed_far = 0;
+  for (int64_t y = 0; y < 32; ++y) {
+    for (int64_t x = 0; x < 32; ++x) {
+      const bool near_border = y >= 6 && y <= 17 && x >= 14 && x <= 25;
+      const bool deep_inside = y >= 11 && y <= 12 && x >= 19 && x <= 20;
+      if ((!near_border || deep_inside) && pixel(out, y, x) != std::array<int, 3>{100, 100, 100})
+        ++changed_far;
+    }
+  }
+  EXPECT_EQ(changed_far, 0) << "only the line and its halo change the image";
+}
+
+TEST(Overlay, PeakMarkerCrossesTheCentreOfThePeakCell) {
+  // Cell (1, 2) of a 4x4 grid on 32 px spans rows 8..15, columns 16..23: centre (12, 20).
+  // Arms of peak_marker_radius(32) = 3 pixels: white on (12, 17..23) and (9..15, 20).
+  auto panel = solid(32, 32, 100);
+  draw_peak_marker(panel, 1 * 4 + 2, {4, 4});
+  ASSERT_EQ(peak_marker_radius(32), 3);
+  for (int x = 17; x <= 23; ++x) EXPECT_EQ(pixel(panel, 12, x), (std::array<int, 3>{255, 255, 255})) << x;
+  for (int y = 9; y <= 15; ++y) EXPECT_EQ(pixel(panel, y, 20), (std::array<int, 3>{255, 255, 255})) << y;
+  EXPECT_EQ(pixel(panel, 11, 18), (std::array<int, 3>{0, 0, 0}));  // the black cross under it
+  EXPECT_EQ(pixel(panel, 13, 22), (std::array<int, 3>{0, 0, 0}));
+  EXPECT_EQ(pixel(panel, 9, 17), (std::array<int, 3>{100, 100, 100}));  // between the arms
+  EXPECT_EQ(pixel(panel, 8, 16), (std::array<int, 3>{100, 100, 100}));
+  EXPECT_EQ(pixel(panel, 0, 0), (std::array<int, 3>{100, 100, 100}));
+}
+
+TEST(Overlay, LegendSaysHowTheAttentionIsDrawnAndScaled) {
+  EXPECT_EQ(
+      attention_legend(VizOptions{}),
+      "Attention: contours at 25%, 50%, 75% of each word's peak; + marks the peak cell");
+  VizOptions options;
+  options.mode = OverlayMode::darken;
+  options.normalize = AttentionScale::absolute;
+  options.peak_marker = false;
+  EXPECT_EQ(
+      attention_legend(options), "Attention: brightness from 20% (none) to full (all attention on one cell)");
+  options.mode = OverlayMode::heatmap;
+  EXPECT_EQ(
+      attention_legend(options), "Attention: colour from blue (none) to red (all attention on one cell)");
+}
+
 TEST(Overlay, DarkenKeepsTheAttendedCellAndScalesTheRestByTheFloor) {
   VizOptions options = exact_options();
   options.mode = OverlayMode::darken;
@@ -225,6 +287,14 @@ TEST(Figure, ImageFirstThenOneDarkenedPanelPerWord) {
   // 4 panels in 2 columns = 2 rows, plus one note line.
   ASSERT_EQ(
       grid.sizes(), torch::IntArrayRef({2 * 24 + 3 * kPanelGap + 8 + kPanelGap, 2 * 16 + 3 * kPanelGap, 3}));
+  // The legend comes below the notes, wrapped into whole 8-pixel lines; the panels are unchanged.
+  figure.legend = true;
+  const auto with_legend = render_attention_figure(figure, options);
+  const int64_t added = with_legend.size(0) - grid.size(0);
+  EXPECT_GT(added, 0);
+  EXPECT_EQ(added % 8, 0);
+  const int64_t notes_top = kPanelGap + 2 * (16 + 8 + kPanelGap);
+  EXPECT_TRUE(torch::equal(with_legend.slice(0, 0, notes_top), grid.slice(0, 0, notes_top)));
   const auto panel = [&](int k) {
     const int64_t top = kPanelGap + (k / 2) * (24 + kPanelGap), left = kPanelGap + (k % 2) * (16 + kPanelGap);
     return grid.slice(0, top, top + 16).slice(1, left, left + 16);
@@ -315,6 +385,8 @@ TEST(VizOptions, ConfigDefaultsMatchTheStruct) {
   EXPECT_EQ(read.upsample, defaults.upsample);
   EXPECT_EQ(read.smooth_sigma, defaults.smooth_sigma);
   EXPECT_EQ(read.mode, defaults.mode);
+  EXPECT_EQ(read.contour_levels, defaults.contour_levels);
+  EXPECT_EQ(read.peak_marker, defaults.peak_marker);
   EXPECT_EQ(read.heatmap_opacity, defaults.heatmap_opacity);
   EXPECT_EQ(read.darken_floor, defaults.darken_floor);
   EXPECT_EQ(read.normalize, defaults.normalize);
@@ -329,11 +401,18 @@ TEST(VizOptions, BadValuesAreErrors) {
   options = VizOptions{};
   options.darken_floor = 1.5;
   EXPECT_THROW(validate(options), std::invalid_argument);
+  options = VizOptions{};
+  options.contour_levels = {0.5, 0.25};
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] { validate(options); }),
+      "viz.contour_levels must be ascending and in (0, 1], got 0.25 at position 1");
+  options.contour_levels = {};
+  EXPECT_THROW(validate(options), std::invalid_argument);
   try {
     parse_overlay_mode("glow");
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_EQ(std::string(error.what()), "Unknown overlay mode 'glow'; expected heatmap or darken");
+    EXPECT_EQ(std::string(error.what()), "Unknown overlay mode 'glow'; expected contour, heatmap or darken");
   }
   EXPECT_EQ(parse_upsample(to_string(Upsample::bicubic)), Upsample::bicubic);
   EXPECT_EQ(parse_head_view(to_string(HeadView::each)), HeadView::each);
