@@ -236,11 +236,10 @@ std::vector<DecodedCaption> beam_search(
     // max_length words, the unfinished fallback.
     if (all_done || t == options.max_length) break;
     scores = top_cpu.to(scores.device());
-    // Beams move only within their image, whose K rows of attention memory are identical: only
-    // h and c need reordering, not the [B*K, L, D] keys and values.
+    // Beams move only within their image, whose K rows of attention keys and values are
+    // identical: those are not copied.
     const auto rows = (row_base + parents).reshape({batch * beam});  // [B*K]
-    state = DecoderState{
-        step.state.h.index_select(0, rows), step.state.c.index_select(0, rows), step.state.memory};
+    state = step.state.reorder_beams(rows);
     previous = words.reshape({batch * beam});  // [B*K]
   }
   return best_captions(

@@ -3,14 +3,19 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
+#include "base/enum_names.h"
 #include "kernels/attention_kernels.h"
 
 namespace saccade {
 namespace {
+
+const EnumNames<LocalCentre> kLocalCentreNames(
+    "local attention centre", {{LocalCentre::predicted, "predicted"}, {LocalCentre::monotonic, "monotonic"}});
 
 template <typename Impl>
 Attention make_attention(const AttentionOptions& options) {
@@ -34,7 +39,35 @@ torch::Tensor checked_mask(
   return mask.to(torch::kBool);
 }
 
+// local: the window is counted in cells of a known grid and must fit in it.
+void validate_local_window(const AttentionOptions& options) {
+  const auto [rows, columns] = options.grid;
+  if (rows <= 0 || columns <= 0) {
+    throw std::invalid_argument(
+        "local attention needs the grid's size (encoder.grid): its window is counted in grid cells");
+  }
+  if (options.window < 1) {
+    throw std::invalid_argument(
+        "window must be >= 1 cell on each side of the centre, got " + std::to_string(options.window));
+  }
+  const int64_t span = 2 * options.window + 1, largest = (std::max(rows, columns) - 1) / 2;
+  if (span > std::max(rows, columns)) {
+    throw std::invalid_argument(
+        "window " + std::to_string(options.window) + " spans " + std::to_string(span) + " x " +
+        std::to_string(span) + " cells, more than the " + std::to_string(rows) + " x " +
+        std::to_string(columns) + " grid" +
+        (largest >= 1 ? "; at most " + std::to_string(largest) : ", which is too small for a local window"));
+  }
+}
+
 }  // namespace
+
+std::string to_string(LocalCentre centre) {
+  return kLocalCentreNames.name(centre);
+}
+LocalCentre parse_local_centre(const std::string& name) {
+  return kLocalCentreNames.parse(name);
+}
 
 void validate(const AttentionOptions& options) {
   attention_registry().check(options.kind);
@@ -42,6 +75,7 @@ void validate(const AttentionOptions& options) {
   if (options.query_dim <= 0) throw std::invalid_argument("The attention's query dim must be > 0");
   if (options.dim <= 0) throw std::invalid_argument("The attention dim must be > 0");
   if (options.heads <= 0) throw std::invalid_argument("The number of attention heads must be > 0");
+  if (options.kind == "local") validate_local_window(options);
   if (options.kind == "multihead" && options.dim % options.heads != 0) {
     throw std::invalid_argument(
         "The attention dim (" + std::to_string(options.dim) + ") must be divisible by the number of heads (" +
@@ -50,15 +84,13 @@ void validate(const AttentionOptions& options) {
 }
 
 AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
-  return {
-      keys.index_select(0, index), values.index_select(0, index),
-      mask.defined() ? mask.index_select(0, index) : torch::Tensor(), nullptr};
+  const auto rows = [&](const torch::Tensor& x) { return x.defined() ? x.index_select(0, index) : x; };
+  return {rows(keys), rows(values), rows(mask), nullptr, rows(previous_alpha)};
 }
 
 AttentionMemory AttentionMemory::head(int64_t n) const {
-  return {
-      keys.narrow(0, 0, n), values.narrow(0, 0, n), mask.defined() ? mask.narrow(0, 0, n) : torch::Tensor(),
-      shared_keys};
+  const auto prefix = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, 0, n) : x; };
+  return {prefix(keys), prefix(values), prefix(mask), shared_keys, prefix(previous_alpha)};
 }
 
 torch::Tensor HardContextReader::weights(const torch::Tensor& alpha) const {
@@ -108,7 +140,7 @@ AttentionMemory AttentionImpl::remember(
   AnnotationProjector project(std::move(packed));
   const auto keys = memory_keys(annotations, project);      // once per image
   const auto values = memory_values(annotations, project);  // [B, N, L, Dv]
-  return {keys, values, valid, std::make_shared<TimeSharedTensor>(keys)};
+  return {keys, values, valid, std::make_shared<TimeSharedTensor>(keys), torch::Tensor()};
 }
 
 torch::Tensor AttentionImpl::memory_values(const torch::Tensor& annotations, AnnotationProjector& project) {
@@ -220,13 +252,71 @@ torch::Tensor MultiheadAttentionImpl::combine(const torch::Tensor& glimpses) {
   return output(glimpses.reshape({glimpses.size(0), options_.dim}));  // [B, D]
 }
 
+LocalAttentionImpl::LocalAttentionImpl(const AttentionOptions& options) : AdditiveAttentionImpl(options) {
+  centre_hidden = register_module(
+      "centre_hidden",
+      torch::nn::Linear(torch::nn::LinearOptions(options.query_dim, options.dim).bias(false)));
+  centre_out = register_module("centre_out", torch::nn::Linear(options.dim, 2));
+}
+
+torch::Tensor LocalAttentionImpl::query_weight() const {
+  return torch::cat({query->weight, centre_hidden->weight});  // [2A, H]: W_h, then W_p
+}
+
+torch::Tensor LocalAttentionImpl::memory_keys(
+    const torch::Tensor& annotations, AnnotationProjector& project) {
+  const auto [rows, columns] = options_.grid;
+  if (annotations.size(1) != rows * columns) {
+    throw std::invalid_argument(
+        "Local attention over a " + std::to_string(rows) + " x " + std::to_string(columns) +
+        " grid expects " + std::to_string(rows * columns) + " locations, got " +
+        std::to_string(annotations.size(1)));
+  }
+  return AdditiveAttentionImpl::memory_keys(annotations, project);
+}
+
+torch::Tensor LocalAttentionImpl::window_centre(const torch::Tensor& q) {
+  const int64_t dim = options_.dim;
+  const auto unit = torch::sigmoid(centre_out(torch::tanh(q.narrow(1, dim, dim))));  // [B, 2] in (0, 1)
+  const auto last_cell = torch::tensor(
+      {static_cast<double>(options_.grid[0] - 1), static_cast<double>(options_.grid[1] - 1)}, q.options());
+  return unit * last_cell;  // [B, 2]
+}
+
+torch::Tensor LocalAttentionImpl::peak_cell(const torch::Tensor& alpha) const {
+  const auto peak = alpha.detach().argmax(1);  // [B]
+  const int64_t columns = options_.grid[1];
+  return torch::stack({peak.div(columns, "floor"), peak.remainder(columns)}, 1)
+      .to(alpha.scalar_type());  // [B, 2]
+}
+
+torch::Tensor LocalAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
+  const auto [rows, columns] = options_.grid;
+  const int64_t dim = options_.dim;
+  const auto additive =
+      AdditiveAttentionImpl::scores(memory, q.narrow(1, 0, dim).contiguous()).squeeze(1);  // [B, L]
+  const auto cells = torch::stack(
+      {torch::arange(rows, q.options()).repeat_interleave(columns),
+       torch::arange(columns, q.options()).repeat({rows})},
+      1);  // [L, 2] (row, column)
+  const bool monotonic = options_.centre == LocalCentre::monotonic && memory.previous_alpha.defined();
+  const auto centre = monotonic ? peak_cell(memory.previous_alpha) : window_centre(q);  // [B, 2]
+  const auto offset = cells.unsqueeze(0) - centre.unsqueeze(1);                         // [B, L, 2]
+  const auto nearest = centre.detach().round().unsqueeze(1);  // [B, 1, 2]: the window's centre cell
+  const auto outside = (cells.unsqueeze(0) - nearest).abs().gt(options_.window).any(2);  // [B, L]
+  const double sigma = options_.window / 2.0;
+  const auto local = additive - offset.pow(2).sum(2) / (2.0 * sigma * sigma);                // [B, L]
+  return local.masked_fill(outside, -std::numeric_limits<double>::infinity()).unsqueeze(1);  // [B, 1, L]
+}
+
 Registry<AttentionBuilder>& attention_registry() {
   static Registry<AttentionBuilder> registry(
       "attention kind", {{"additive", make_attention<AdditiveAttentionImpl>},
                          {"dot", make_attention<DotAttentionImpl>},
                          {"scaled_dot", make_attention<DotAttentionImpl>},
                          {"general", make_attention<GeneralAttentionImpl>},
-                         {"multihead", make_attention<MultiheadAttentionImpl>}});
+                         {"multihead", make_attention<MultiheadAttentionImpl>},
+                         {"local", make_attention<LocalAttentionImpl>}});
   return registry;
 }
 

@@ -19,6 +19,9 @@
 //   general     e_i = h^T W a_i                           bilinear (Luong's "general"), W: [H, D]
 //   multihead   N heads of scaled_dot with K = A/N each, values W_v a_i per head; the N head
 //               contexts are concatenated and mapped back to D by an output projection W_o.
+//   local       additive scores inside a window of the grid around a centre predicted from h,
+//               weighted by a Gaussian around it; exactly 0 outside (Luong et al. 2015, local-p,
+//               in 2D; LocalAttentionImpl).
 // The paper's scalar bias on e (c_tt in the authors' code) is left out: softmax ignores it.
 //
 // Everything that depends only on the annotations (keys, values) is computed once per image by
@@ -48,6 +51,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -59,8 +63,17 @@
 
 namespace saccade {
 
+// Where local attention centres its window (LocalAttentionImpl).
+enum class LocalCentre {
+  predicted,  // local-p: from the decoder state, at every step
+  monotonic,  // the previous step's peak cell; the first step predicts it
+};
+std::string to_string(LocalCentre centre);
+// "predicted" | "monotonic"; throws std::invalid_argument naming the value otherwise.
+LocalCentre parse_local_centre(const std::string& name);
+
 struct AttentionOptions {
-  // A registered kind: additive | dot | scaled_dot | general | multihead (attention_registry()).
+  // A registered kind: additive | dot | scaled_dot | general | multihead | local (attention_registry()).
   std::string kind = "additive";
   // D: size of one annotation vector a_i (the encoder's channels, e.g. 2048 for ResNet-101).
   int64_t annotation_dim = 512;
@@ -71,6 +84,12 @@ struct AttentionOptions {
   int64_t dim = 512;
   // N: number of heads for multihead (must divide dim); ignored by the other kinds.
   int64_t heads = 1;
+  // local: cells on each side of the centre cell, a window of (2 window + 1)^2 cells.
+  int64_t window = 2;
+  // local: how the window's centre is chosen.
+  LocalCentre centre = LocalCentre::predicted;
+  // [Hg, Wg] of the annotation grid (L = Hg * Wg, row-major); local needs it, {0, 0} = unknown.
+  std::array<int64_t, 2> grid{0, 0};
 };
 
 // Throws std::invalid_argument, one sentence per broken rule (unknown kind lists the known ones).
@@ -85,6 +104,9 @@ struct AttentionMemory {
   // in place into one buffer for all steps (additive); kinds written with plain ops read `keys`.
   // Shared by head(), dropped by index_select() (those keys are new tensors).
   std::shared_ptr<TimeSharedTensor> shared_keys;
+  // The previous step's alpha [B, L] (or [B, N, L]); undefined before the first step. The decoder
+  // sets it after each step; local attention with a monotonic centre reads it.
+  torch::Tensor previous_alpha;
 
   // Number of images (the batch dimension of every member).
   int64_t size() const { return keys.size(0); }
@@ -267,7 +289,32 @@ class MultiheadAttentionImpl : public AttentionImpl {
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, L, A] -> [B, N, L, K]
 };
 
-// The attention kinds by name: additive, dot, scaled_dot, general, multihead, and any added.
+// local: Luong et al. (2015)'s local-p attention on the 2D grid. The state predicts a centre in
+// cells, p = (Hg - 1, Wg - 1) * sigmoid(v_p tanh(W_p h)) (row, column), or with a monotonic
+// centre p is the previous step's peak cell (predicted at the first step), and only the window of
+// cells within `window` rows and columns of the cell nearest p (fewer at the border) is scored:
+//   e_s = w^T tanh(W_a a_s + b + W_h h) - |s - p|^2 / (2 sigma^2),  sigma = window / 2,
+// and -inf outside, so alpha is the additive kind's weights times a Gaussian around p, renormalized
+// over the window, and exactly 0 elsewhere. The Gaussian carries the gradient to the centre.
+// Parameters: the additive kind's, centre_hidden [A, H] without bias (W_p) and centre_out
+// {weight [2, A], bias} (v_p). The query q = [W_h h; W_p h] is [B, 2A].
+class LocalAttentionImpl : public AdditiveAttentionImpl {
+ public:
+  explicit LocalAttentionImpl(const AttentionOptions& options);
+  torch::Tensor query_weight() const override;
+  torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
+  // The window's centre p [B, 2] (row, column; in cells, 0 = the first) for a query q [B, 2A].
+  torch::Tensor window_centre(const torch::Tensor& q);
+  // The (row, column) [B, 2] of each row's largest weight in alpha [B, L].
+  torch::Tensor peak_cell(const torch::Tensor& alpha) const;
+
+  torch::nn::Linear centre_hidden{nullptr}, centre_out{nullptr};
+
+ protected:
+  torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
+};
+
+// The attention kinds by name: additive, dot, scaled_dot, general, multihead, local, and any added.
 using AttentionBuilder = std::function<Attention(const AttentionOptions&)>;
 Registry<AttentionBuilder>& attention_registry();
 

@@ -25,6 +25,7 @@ Captioner build_captioner(
   Encoder encoder = build_encoder(encoder_options);
   decoder_options.vocab_size = vocab_size;
   decoder_options.annotation_dim = encoder->annotation_dim();
+  if (encoder_options.grid) decoder_options.grid = *encoder_options.grid;
   validate(decoder_options);
   return Captioner(std::move(encoder), AttentionLSTMDecoder(decoder_options));
 }

@@ -49,6 +49,9 @@ AttentionOptions DecoderOptions::attention() const {
   options.query_dim = hidden_dim;
   options.dim = attention_dim;
   options.heads = attention_heads;
+  options.window = attention_window;
+  options.centre = attention_centre;
+  options.grid = grid;
   return options;
 }
 
@@ -59,6 +62,8 @@ DecoderOptions decoder_options_from(const Config& config) {
   options.attention_kind = config.get<std::string>("decoder.attention.kind");
   options.attention_dim = config.get<int64_t>("decoder.attention.dim");
   options.attention_heads = config.get<int64_t>("decoder.attention.heads");
+  options.attention_window = config.get<int64_t>("decoder.attention.window");
+  options.attention_centre = config.get_parsed("decoder.attention.centre", parse_local_centre);
   options.attention_mode = config.get_parsed("decoder.attention.mode", parse_attention_mode);
   options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
   options.gate = config.get_parsed("decoder.gate", parse_gate);
@@ -97,6 +102,13 @@ void validate(const DecoderOptions& options) {
 
 DecoderState DecoderState::index_select(const torch::Tensor& index) const {
   return {h.index_select(0, index), c.index_select(0, index), memory.index_select(index)};
+}
+
+DecoderState DecoderState::reorder_beams(const torch::Tensor& index) const {
+  AttentionMemory reordered = memory;
+  if (memory.previous_alpha.defined())
+    reordered.previous_alpha = memory.previous_alpha.index_select(0, index);
+  return {h.index_select(0, index), c.index_select(0, index), std::move(reordered)};
 }
 
 // The weights every step uses, prepared once per call so the loop only multiplies. The two
@@ -303,8 +315,9 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
       c = c.narrow(0, 0, n);  // [n, H]
     }
     auto out = cell(w, memory, n < B ? x_steps[t].narrow(0, 0, n) : x_steps[t], h, c, reader);
-    h = out.h;  // [n, H]
-    c = out.c;  // [n, H]
+    h = out.h;                          // [n, H]
+    c = out.c;                          // [n, H]
+    memory.previous_alpha = out.alpha;  // a monotonic local centre follows its peak
     hs.push_back(out.h);
     contexts.push_back(out.context);
     alphas.push_back(out.alpha);
@@ -348,6 +361,16 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   return output;
 }
 
+namespace {
+
+// The attention memory for the next step: the same keys and values, this step's alpha.
+AttentionMemory after_step(AttentionMemory memory, const torch::Tensor& alpha) {
+  memory.previous_alpha = alpha;
+  return memory;
+}
+
+}  // namespace
+
 DecoderStep AttentionLSTMDecoderImpl::step(
     const DecoderState& state,
     const torch::Tensor& prev_tokens,
@@ -371,7 +394,7 @@ DecoderStep AttentionLSTMDecoderImpl::step(
       readout(w, out.h, out.context, emb),  // logits [B, V]
       out.alpha,
       out.gate,
-      {out.h, out.c, state.memory},
+      {out.h, out.c, after_step(state.memory, out.alpha)},
       hard ? out.weights : torch::Tensor()};
 }
 

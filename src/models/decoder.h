@@ -44,6 +44,7 @@
 #include <torch/nn/modules/rnn.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,12 +91,18 @@ struct DecoderOptions {
   int64_t embed_dim = 512;
   // H: LSTM hidden and cell size (the paper's n).
   int64_t hidden_dim = 512;
-  // Attention kind, see attention.h: additive (the paper's) | dot | scaled_dot | general | multihead.
+  // Attention kind, see attention.h: additive (the paper's) | dot | scaled_dot | general | multihead | local.
   std::string attention_kind = "additive";
   // A: the attention's own dimension (additive: MLP width; dot kinds: projected key size).
   int64_t attention_dim = 512;
   // N: heads, multihead only (must divide attention_dim).
   int64_t attention_heads = 1;
+  // local only: cells on each side of the window's centre cell, and how the centre is chosen.
+  int64_t attention_window = 2;
+  LocalCentre attention_centre = LocalCentre::predicted;
+  // [Hg, Wg] of the annotation grid. Comes from the encoder (encoder.grid) at run time; {0, 0} =
+  // unknown, which only local attention refuses.
+  std::array<int64_t, 2> grid{0, 0};
   // soft | hard.
   AttentionMode attention_mode = AttentionMode::soft;
   // Hard mode, training: the probability that a caption reads the expected context instead of
@@ -113,9 +120,9 @@ struct DecoderOptions {
   AttentionOptions attention() const;
 };
 
-// Reads decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, mode, hard_expectation}, gate,
-// deep_output, dropout}. vocab_size and annotation_dim stay 0: the caller sets them from the vocabulary and
-// the encoder. Throws ConfigError for a missing key or a bad value.
+// Reads decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, window, centre, mode, hard_expectation},
+// gate, deep_output, dropout}. vocab_size, annotation_dim and grid stay unset: the caller sets them
+// from the vocabulary and the encoder. Throws ConfigError for a missing key or a bad value.
 DecoderOptions decoder_options_from(const Config& config);
 
 // Throws std::invalid_argument, one sentence per broken rule.
@@ -141,6 +148,9 @@ struct DecoderState {
 
   // Rows `index` [B'] of everything, in that order: reorders beams or expands images to beams.
   DecoderState index_select(const torch::Tensor& index) const;
+  // Rows `index` [B] of what differs between the beams of one image (h, c, the previous alpha),
+  // for an index that only moves rows within their image: the keys and values stay as they are.
+  DecoderState reorder_beams(const torch::Tensor& index) const;
 };
 
 // One decoding step.

@@ -202,6 +202,7 @@ void validate(const TrainerSetup& setup) {
   DecoderOptions decoder = setup.decoder;
   decoder.vocab_size = std::max<int64_t>(decoder.vocab_size, 1);
   decoder.annotation_dim = std::max<int64_t>(decoder.annotation_dim, 1);
+  if (setup.encoder.grid) decoder.grid = *setup.encoder.grid;
   validate(decoder);
   validate(setup.validation);
   const TrainOptions& train = setup.train;

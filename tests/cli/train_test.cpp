@@ -166,6 +166,37 @@ TEST(Train, HardAttentionTrainsWithReinforceAndResumesExactly) {
   expect_exact_resume({"decoder.attention.mode=hard"});
 }
 
+TEST(Train, LocalAttentionTrainsResumesExactlyAndDecodesWithBeamsAndOverlays) {
+  const std::vector<std::string> local = {"decoder.attention.kind=local", "decoder.attention.window=1"};
+  expect_exact_resume(local);
+  // The monotonic centre through training, beam search (which reorders each beam's previous
+  // alpha) and the overlays.
+  auto monotonic = local;
+  monotonic.push_back("decoder.attention.centre=monotonic");
+  TempDir work;
+  ASSERT_EQ(train_smoke(work.path(), monotonic).exit_code, 0);
+  const auto run = only_run(work.path());
+  const auto eval = run_saccade(
+      {"eval", "-cp", configs().string(), "--run", run.string(), "decode.beam_size=3",
+       "runtime.check_blas=false"},
+      work.path());
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("pointing game"), std::string::npos) << eval.out;
+  const auto visualize =
+      run_saccade({"visualize", "--run", run.string(), "--split", "test", "--n", "2"}, work.path());
+  ASSERT_EQ(visualize.exit_code, 0) << visualize.err;
+  EXPECT_FALSE(std::filesystem::is_empty(run / "samples"));
+
+  // A window wider than the smoke encoder's 8 x 8 grid: one line naming the key and value.
+  const auto wide = train_smoke(work.path(), {"decoder.attention.kind=local", "decoder.attention.window=4"});
+  EXPECT_EQ(wide.exit_code, 2);
+  EXPECT_NE(
+      wide.err.find("decoder.attention: window 4 spans 9 x 9 cells, more than the 8 x 8 grid; at most 3"),
+      std::string::npos)
+      << wide.err;
+  EXPECT_EQ(std::count(wide.err.begin(), wide.err.end(), '\n'), 1) << wide.err;
+}
+
 TEST(Train, ResumeWithoutCheckpointIsClearError) {
   TempDir work;
   const auto result = train_smoke(work.path(), {"train.resume=" + (work / "no_such_run").string()});

@@ -245,6 +245,38 @@ TEST_F(RandomDecoderTest, BatchedEqualsOneImageAtATime) {
 }
 
 // Word 5 wins every step by ~100 and <end> is ~1e4 below everything: no hypothesis ever ends.
+// Local attention with a monotonic centre carries each beam's previous alpha through the search:
+// every caption of the n-best lists looks where a teacher-forced pass over its words looks.
+TEST(LocalAttentionBeamSearch, EachCaptionsAlphasAreItsOwnTeacherForcedOnes) {
+  torch::manual_seed(0);
+  auto options = testing::tiny_decoder_options();
+  options.attention_kind = "local";
+  options.grid = {3, 3};
+  options.attention_window = 1;
+  options.attention_centre = LocalCentre::monotonic;
+  AttentionLSTMDecoder decoder(options);
+  decoder->eval();
+  const auto annotations = 3 * torch::randn({4, 9, 6});
+  auto search = beam(3, 6);
+  search.n_best = 3;
+  const auto captions = beam_search(*decoder, annotations, search);
+  int64_t compared_words = 0;
+  for (size_t b = 0; b < captions.size(); ++b) {
+    for (const auto& caption : captions[b].n_best) {
+      const auto& tokens = caption.tokens;
+      if (tokens.empty()) continue;
+      std::vector<int64_t> input = {kStart};
+      input.insert(input.end(), tokens.begin(), tokens.end() - 1);
+      const int64_t n = static_cast<int64_t>(input.size());
+      const auto forced = decoder->forward(
+          annotations.slice(0, b, b + 1), torch::tensor(input).unsqueeze(0), torch::tensor({n}));
+      EXPECT_TRUE(torch::allclose(caption.alphas, forced.alphas[0], 1e-5, 1e-6)) << "image " << b;
+      compared_words += n;
+    }
+  }
+  EXPECT_GT(compared_words, 8);
+}
+
 TEST_F(RandomDecoderTest, NoEndReturnsTheBestUnfinishedAtMaxLength) {
   {
     torch::NoGradGuard no_grad;

@@ -12,8 +12,8 @@
 
 namespace saccade::testing {
 
-// A small random decoder: V=9 words, D=6, E=5, H=7, A=4, no dropout.
-inline AttentionLSTMDecoder tiny_decoder() {
+// The options of a small random decoder: V=9 words, D=6, E=5, H=7, A=4, no dropout.
+inline DecoderOptions tiny_decoder_options() {
   DecoderOptions options;
   options.vocab_size = 9;
   options.annotation_dim = 6;
@@ -21,7 +21,11 @@ inline AttentionLSTMDecoder tiny_decoder() {
   options.hidden_dim = 7;
   options.attention_dim = 4;
   options.dropout = 0.0;
-  return AttentionLSTMDecoder(options);
+  return options;
+}
+
+inline AttentionLSTMDecoder tiny_decoder() {
+  return AttentionLSTMDecoder(tiny_decoder_options());
 }
 
 namespace markov {

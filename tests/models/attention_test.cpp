@@ -312,8 +312,8 @@ TEST_F(AttentionTest, ValidationNamesTheProblem) {
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
     const std::string expected =
-        "Unknown attention kind 'bahdanau'; known attention kinds: additive, dot, general, multihead, "
-        "scaled_dot";
+        "Unknown attention kind 'bahdanau'; known attention kinds: additive, dot, general, local, "
+        "multihead, scaled_dot";
     EXPECT_EQ(std::string(error.what()).rfind(expected, 0), 0u) << error.what();
   }
   options = small_options("multihead");
@@ -344,6 +344,143 @@ TEST_F(AttentionTest, RegistryAcceptsNewKindsAndRejectsTakenNames) {
   EXPECT_EQ(step.alpha.sizes(), torch::IntArrayRef({1, 5}));
   EXPECT_THROW(attention_registry().add(kind, builder), std::invalid_argument);
   EXPECT_THROW(attention_registry().add("additive", builder), std::invalid_argument);
+}
+
+// local on a 5 x 6 grid (L = 30) with the dims of small_options.
+AttentionOptions local_options(int64_t window) {
+  auto options = small_options("local");
+  options.grid = {5, 6};
+  options.window = window;
+  return options;
+}
+
+// The cells within `window` rows and columns of the cell nearest `centre` [2]: [L] bool.
+torch::Tensor window_cells(const torch::Tensor& centre, int64_t rows, int64_t columns, int64_t window) {
+  auto inside = torch::zeros({rows * columns}, torch::kBool);
+  const int64_t row = std::lround(centre[0].item<double>()), column = std::lround(centre[1].item<double>());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c)
+      if (std::abs(r - row) <= window && std::abs(c - column) <= window) inside[r * columns + c] = true;
+  return inside;
+}
+
+TEST_F(AttentionTest, LocalWeightsAreZeroOutsideTheWindowAndSumToOne) {
+  for (int64_t window : {1, 2}) {
+    auto attention = std::make_shared<LocalAttentionImpl>(local_options(window));
+    const auto annotations = torch::randn({8, 30, 6});
+    const auto h = 3 * torch::randn({8, 4});  // centres spread over the grid
+    const auto step = attention->forward(attention->remember(annotations), h);
+    const auto centre = attention->window_centre(attention->project_query(h));
+    for (int64_t b = 0; b < 8; ++b) {
+      const auto inside = window_cells(centre[b], 5, 6, window);
+      EXPECT_EQ(step.alpha[b].masked_select(inside.logical_not()).abs().max().item<float>(), 0.0f) << b;
+      EXPECT_GT(step.alpha[b].masked_select(inside).min().item<float>(), 0.0f) << b;
+      EXPECT_NEAR(step.alpha[b].sum().item<float>(), 1.0f, 1e-6) << b;
+    }
+  }
+}
+
+TEST_F(AttentionTest, LocalCentreAtTheGridsMiddleWhenItsLogitsAreZero) {
+  // v_p = 0, bias 0: p = (Hg - 1, Wg - 1) * sigmoid(0) = (2, 2.5) on the 5 x 6 grid; the nearest
+  // cell rounds half to even, (2, 2), so window 1 keeps rows 1-3 and columns 1-3.
+  auto attention = std::make_shared<LocalAttentionImpl>(local_options(1));
+  set_linear(attention->centre_out, torch::zeros({2, 8}), torch::zeros({2}));
+  const auto h = torch::randn({2, 4});
+  const auto centre = attention->window_centre(attention->project_query(h));
+  EXPECT_TRUE(torch::allclose(centre, torch::tensor({{2.0f, 2.5f}, {2.0f, 2.5f}})));
+  const auto alpha = attention->forward(attention->remember(torch::randn({2, 30, 6})), h).alpha;
+  std::vector<int64_t> kept;
+  for (int64_t l = 0; l < 30; ++l)
+    if (alpha[0][l].item<float>() > 0) kept.push_back(l);
+  EXPECT_EQ(kept, (std::vector<int64_t>{7, 8, 9, 13, 14, 15, 19, 20, 21}));
+}
+
+TEST_F(AttentionTest, LocalIsAdditiveTimesAGaussianRenormalizedOverTheWindow) {
+  // Luong's form: the additive kind's softmax over all L, times exp(-|s - p|^2 / (2 sigma^2)) with
+  // sigma = window / 2, kept in the window and divided by its sum. The centre p is predicted, or
+  // with a monotonic centre the peak cell of the previous alpha.
+  for (LocalCentre mode : {LocalCentre::predicted, LocalCentre::monotonic}) {
+    SCOPED_TRACE(to_string(mode));
+    auto options = local_options(2);
+    options.centre = mode;
+    auto attention = std::make_shared<LocalAttentionImpl>(options);
+    attention->to(torch::kDouble);
+    auto additive = std::make_shared<AdditiveAttentionImpl>(small_options("additive"));
+    additive->to(torch::kDouble);
+    set_linear(additive->key, attention->key->weight.detach(), attention->key->bias.detach());
+    set_linear(additive->query, attention->query->weight.detach());
+    set_linear(additive->score, attention->score->weight.detach());
+    const auto annotations = torch::randn({4, 30, 6}, torch::kDouble);
+    const auto h = 3 * torch::randn({4, 4}, torch::kDouble);
+    const auto global = additive->forward(additive->remember(annotations), h).alpha;  // [B, L]
+    auto memory = attention->remember(annotations);
+    // Previous peaks at cells 0 (a corner), 29 (the other), 14 (row 2, column 2) and 9 (row 1, column 3).
+    memory.previous_alpha = torch::full({4, 30}, 0.01, torch::kDouble);
+    const int64_t peaks[4] = {0, 29, 14, 9};
+    for (int64_t b = 0; b < 4; ++b) memory.previous_alpha[b][peaks[b]] = 0.5;
+    const auto centre = mode == LocalCentre::predicted
+                            ? attention->window_centre(attention->project_query(h))
+                            : torch::tensor({{0.0, 0.0}, {4.0, 5.0}, {2.0, 2.0}, {1.0, 3.0}}, torch::kDouble);
+    const auto actual = attention->forward(memory, h);
+    for (int64_t b = 0; b < 4; ++b) {
+      auto expected = torch::zeros({30}, torch::kDouble);
+      const auto inside = window_cells(centre[b], 5, 6, 2);
+      for (int64_t l = 0; l < 30; ++l) {
+        const double dy = l / 6 - centre[b][0].item<double>(), dx = l % 6 - centre[b][1].item<double>();
+        if (inside[l].item<bool>()) expected[l] = global[b][l] * std::exp(-(dy * dy + dx * dx) / 2.0);
+      }
+      expected /= expected.sum();
+      EXPECT_TRUE(torch::allclose(actual.alpha[b], expected, 1e-10, 1e-12)) << b;
+      EXPECT_TRUE(torch::allclose(actual.context[b], torch::matmul(expected, annotations[b]), 1e-10, 1e-12))
+          << b;
+    }
+  }
+}
+
+TEST_F(AttentionTest, LocalGradientsMatchFiniteDifferences) {
+  // The centre's parameters get their gradient through the Gaussian; the window itself is fixed
+  // by rounding, constant under the probes' small steps.
+  auto attention = std::make_shared<LocalAttentionImpl>(local_options(2));
+  attention->to(torch::kDouble);
+  const auto annotations = torch::randn({3, 30, 6}, torch::kDouble).requires_grad_();
+  const auto h = torch::randn({3, 4}, torch::kDouble).requires_grad_();
+  const auto context_weight = torch::randn({3, 6}, torch::kDouble);
+  const auto alpha_weight = torch::randn({3, 30}, torch::kDouble);
+  const auto loss = [&] {
+    const auto step = attention->forward(attention->remember(annotations), h);
+    return (step.context * context_weight).sum() + (step.alpha * alpha_weight).sum();
+  };
+  std::vector<std::pair<std::string, torch::Tensor>> tensors = {{"annotations", annotations}, {"h", h}};
+  for (const auto& parameter : attention->named_parameters())
+    tensors.emplace_back(parameter.key(), parameter.value());
+  const auto error = testing::gradient_error(loss, tensors);
+  EXPECT_LT(error.max_abs, 1e-7) << error.where;
+}
+
+TEST_F(AttentionTest, LocalRefusesAWindowLargerThanTheGridAndAWrongGrid) {
+  const auto message = [](const AttentionOptions& options) {
+    try {
+      validate(options);
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(local_options(2)), "no error");  // 5 cells, within the grid's longer side
+  EXPECT_EQ(message(local_options(3)), "window 3 spans 7 x 7 cells, more than the 5 x 6 grid; at most 2");
+  EXPECT_EQ(message(local_options(0)), "window must be >= 1 cell on each side of the centre, got 0");
+  auto unknown = local_options(1);
+  unknown.grid = {0, 0};
+  EXPECT_EQ(
+      message(unknown),
+      "local attention needs the grid's size (encoder.grid): its window is counted in grid cells");
+  auto attention = std::make_shared<LocalAttentionImpl>(local_options(1));
+  try {
+    attention->remember(torch::randn({1, 29, 6}));
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()), "Local attention over a 5 x 6 grid expects 30 locations, got 29");
+  }
 }
 
 TEST(HardContextReader, DecodingReadsTheMostLikelyLocation) {

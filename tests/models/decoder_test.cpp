@@ -43,10 +43,10 @@ struct Batch {
   torch::Tensor lengths;      // [B]
 };
 
-// Three captions of lengths 2, 4, 3 (deliberately unsorted), T = 4.
-Batch small_batch(torch::Dtype dtype = torch::kFloat) {
+// Three captions of lengths 2, 4, 3 (deliberately unsorted), T = 4, over L locations.
+Batch small_batch(torch::Dtype dtype = torch::kFloat, int64_t locations = 4) {
   return {
-      torch::randn({3, 4, 6}, dtype), torch::randint(11, {3, 4}, torch::kLong),
+      torch::randn({3, locations, 6}, dtype), torch::randint(11, {3, 4}, torch::kLong),
       torch::tensor({2, 4, 3}, torch::kLong)};
 }
 
@@ -57,11 +57,12 @@ DecoderOutput naive_forward(AttentionLSTMDecoderImpl& decoder, const Batch& batc
   const auto mean = batch.annotations.mean(1);
   auto h = torch::tanh(decoder.init_h(mean));
   auto c = torch::tanh(decoder.init_c(mean));
-  const auto memory = decoder.attention->remember(batch.annotations);
+  auto memory = decoder.attention->remember(batch.annotations);
   std::vector<torch::Tensor> logits, alphas, gates;
   for (int64_t t = 0; t < T; ++t) {
     const auto emb = decoder.embedding(batch.tokens.select(1, t));
     const auto attended = decoder.attention->forward(memory, h);
+    memory.previous_alpha = attended.alpha;  // what a monotonic local centre follows
     auto z = attended.context;
     if (decoder.gate) {
       gates.push_back(torch::sigmoid(decoder.gate(h)));
@@ -111,6 +112,53 @@ TEST_F(DecoderTest, ForwardMatchesNaivePerStepReference) {
       }
     }
   }
+}
+
+TEST_F(DecoderTest, LocalAttentionMatchesTheNaiveReferenceStepByStep) {
+  // local on a 3 x 3 grid with a 3 x 3 window: the fused query [W_h; W_p] h must reach the centre,
+  // and a monotonic centre must follow the previous step's peak.
+  for (LocalCentre centre : {LocalCentre::predicted, LocalCentre::monotonic}) {
+    SCOPED_TRACE(to_string(centre));
+    auto options = small_options("local");
+    options.grid = {3, 3};
+    options.attention_window = 1;
+    options.attention_centre = centre;
+    AttentionLSTMDecoder decoder(options);
+    decoder->to(torch::kDouble);
+    decoder->eval();
+    const auto batch = small_batch(torch::kDouble, 9);
+    const auto actual = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+    const auto expected = naive_forward(*decoder, batch);
+    EXPECT_LT(max_diff(actual.logits, expected.logits), 1e-12);
+    EXPECT_LT(max_diff(actual.alphas, expected.alphas), 1e-12);
+    auto state = decoder->init_state(batch.annotations);
+    for (int64_t t = 0; t < 2; ++t) {  // every caption is still running
+      const auto step = decoder->step(state, batch.tokens.select(1, t));
+      state = step.state;
+      EXPECT_LT(max_diff(step.logits, actual.logits.select(1, t)), 1e-12) << t;
+      EXPECT_LT(max_diff(step.alpha, actual.alphas.select(1, t)), 1e-12) << t;
+    }
+  }
+}
+
+TEST_F(DecoderTest, ReorderingBeamsMovesTheirPreviousAlphaAndKeepsTheKeys) {
+  auto options = small_options("local");
+  options.grid = {3, 3};
+  options.attention_window = 1;
+  options.attention_centre = LocalCentre::monotonic;
+  AttentionLSTMDecoder decoder(options);
+  const auto batch = small_batch(torch::kFloat, 9);
+  const auto state = decoder->step(decoder->init_state(batch.annotations), batch.tokens.select(1, 0)).state;
+  ASSERT_TRUE(state.memory.previous_alpha.defined());
+  const auto index = torch::tensor({2, 0, 1}, torch::kLong);
+  const auto reordered = state.reorder_beams(index);
+  for (int64_t row = 0; row < 3; ++row) {
+    const int64_t from = index[row].item<int64_t>();
+    EXPECT_TRUE(torch::equal(reordered.memory.previous_alpha[row], state.memory.previous_alpha[from])) << row;
+    EXPECT_TRUE(torch::equal(reordered.h[row], state.h[from])) << row;
+    EXPECT_TRUE(torch::equal(reordered.c[row], state.c[from])) << row;
+  }
+  EXPECT_EQ(reordered.memory.keys.data_ptr(), state.memory.keys.data_ptr());  // not copied
 }
 
 TEST_F(DecoderTest, StepReproducesForward) {
@@ -315,6 +363,12 @@ TEST_F(DecoderTest, ValidationNamesTheKey) {
   options = small_options("multihead");
   options.attention_heads = 3;
   EXPECT_EQ(message(options).rfind("decoder.attention: The attention dim (8) must be divisible", 0), 0u);
+  options = small_options("local");
+  options.grid = {2, 2};
+  EXPECT_EQ(
+      message(options),
+      "decoder.attention: window 2 spans 5 x 5 cells, more than the 2 x 2 grid, which is too small for a "
+      "local window");
   EXPECT_THROW(parse_gate("both"), std::invalid_argument);
   EXPECT_EQ(parse_gate("vector"), Gate::vector);
   EXPECT_EQ(parse_attention_mode("soft"), AttentionMode::soft);
