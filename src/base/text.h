@@ -32,6 +32,9 @@ uint64_t fnv1a(const void* data, size_t size, uint64_t hash = kFnv1aOffset);
 // A digest as 16 lower-case hex digits.
 std::string hex_digest(uint64_t hash);
 
+// Appends the UTF-8 encoding of the code point `code` (at most U+10FFFF) to `out`.
+void append_utf8(std::string& out, uint32_t code);
+
 // Length of the valid UTF-8 sequence starting at `p` (1..4), or 0 when it is malformed:
 // overlong forms, surrogates (U+D800..U+DFFF) and code points above U+10FFFF are rejected.
 size_t utf8_sequence_length(const unsigned char* p, size_t remaining);

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "base/text.h"
+
 namespace saccade {
 namespace {
 
@@ -137,21 +139,7 @@ std::string ptb_utf16_to_utf8(const std::u16string& text) {
     } else if (cp >= 0xD800 && cp <= 0xDFFF) {
       cp = '?';
     }
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
+    append_utf8(out, cp);
   }
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "base/enum_names.h"
 #include "base/registry.h"
@@ -90,6 +91,27 @@ TEST(Text, DoubleQuotedEscapesWhatJsonAndYamlRequire) {
 TEST(Text, EscapingControlCharactersKeepsAMessageOnOneLine) {
   EXPECT_EQ(escape_control_characters("unknown escape character: \n"), "unknown escape character: \\n");
   EXPECT_EQ(escape_control_characters(std::string("a\0b\x7f \"q\" \\", 10)), "a\\u0000b\\u007f \"q\" \\");
+}
+
+TEST(Text, AppendUtf8WritesOneToFourBytesAtEachBoundary) {
+  // The bytes as the Unicode standard's Table 3-6 gives them.
+  const std::pair<uint32_t, std::string> cases[] = {
+      {0x41, "A"},
+      {0x7F, "\x7F"},
+      {0x80, "\xC2\x80"},
+      {0xE9, "\xC3\xA9"},
+      {0x7FF, "\xDF\xBF"},
+      {0x800, "\xE0\xA0\x80"},
+      {0x20AC, "\xE2\x82\xAC"},
+      {0xFFFF, "\xEF\xBF\xBF"},
+      {0x10000, "\xF0\x90\x80\x80"},
+      {0x1F600, "\xF0\x9F\x98\x80"},
+      {0x10FFFF, "\xF4\x8F\xBF\xBF"}};
+  for (const auto& [code, bytes] : cases) {
+    std::string out = "x";
+    append_utf8(out, code);
+    EXPECT_EQ(out, "x" + bytes) << std::hex << code;
+  }
 }
 
 }  // namespace
