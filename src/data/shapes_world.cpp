@@ -211,6 +211,14 @@ Phrase relation(const Object& a, const Object& b, Rng& rng) {
   return phrase;
 }
 
+// 0 .. n-1 in random order (Fisher-Yates).
+std::vector<int> shuffled_indices(int n, Rng& rng) {
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int k = 0; k < n; ++k) order[k] = k;
+  for (int i = n - 1; i > 0; --i) std::swap(order[i], order[static_cast<size_t>(rng.uniform_int(0, i))]);
+  return order;
+}
+
 // "[size] color shape": what object recall needs, the size now and then.
 Phrase describe_fully(const std::vector<Object>& objects, int k, Rng& rng) {
   const Object& object = objects[static_cast<size_t>(k)];
@@ -226,9 +234,7 @@ Phrase describe_fully(const std::vector<Object>& objects, int k, Rng& rng) {
 // "a X <relation> a Y and a Z <region>".
 Phrase complete_caption(const std::vector<Object>& objects, int size, Rng& rng) {
   const int n = static_cast<int>(objects.size());
-  std::vector<int> order(static_cast<size_t>(n));
-  for (int k = 0; k < n; ++k) order[k] = k;
-  for (int i = n - 1; i > 0; --i) std::swap(order[i], order[static_cast<size_t>(rng.uniform_int(0, i))]);
+  const std::vector<int> order = shuffled_indices(n, rng);
   Phrase caption;
   if (n < 3 && rng.bernoulli(0.5)) {
     for (const char* word : {"there", "is"}) caption.add(word);
@@ -297,9 +303,7 @@ Phrase sample_caption(const std::vector<Object>& objects, int size, Rng& rng) {
       break;
     }
     case 5: {  // a red circle , a blue square and a green star
-      std::vector<int> order(static_cast<size_t>(n));
-      for (int k = 0; k < n; ++k) order[k] = k;
-      for (int i = n - 1; i > 0; --i) std::swap(order[i], order[static_cast<size_t>(rng.uniform_int(0, i))]);
+      const std::vector<int> order = shuffled_indices(n, rng);
       for (int i = 0; i < n; ++i) {
         if (i > 0) caption.add(i == n - 1 ? "and" : ",");
         caption.add("a");
