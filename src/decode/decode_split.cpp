@@ -18,7 +18,7 @@ torch::Tensor annotations_of(
   if (features == nullptr) return model.encode(batch.images);  // [B, L, D]
   std::vector<int64_t> rows;
   for (const int64_t index : batch.indices) rows.push_back(dataset.image_of(index));
-  return features->batch(rows).to(model.device(), /*non_blocking=*/true);  // [B, L, D]
+  return model.refine(features->batch(rows).to(model.device(), /*non_blocking=*/true), features->grid_size());
 }
 
 namespace {

@@ -3,12 +3,20 @@
 
 namespace saccade {
 
-CaptionerImpl::CaptionerImpl(Encoder encoder_module, AttentionLSTMDecoder decoder_module)
+CaptionerImpl::CaptionerImpl(
+    Encoder encoder_module, GridRefiner refiner_module, AttentionLSTMDecoder decoder_module)
     : encoder(register_module("encoder", std::move(encoder_module))),
-      decoder(register_module("decoder", std::move(decoder_module))) {}
+      decoder(register_module("decoder", std::move(decoder_module))) {
+  if (refiner_module) refiner = register_module("refiner", std::move(refiner_module));
+}
 
 torch::Tensor CaptionerImpl::encode(const torch::Tensor& images) {
-  return encoder->forward(images.to(device(), /*non_blocking=*/true));  // [B, L, D]
+  const auto annotations = encoder->forward(images.to(device(), /*non_blocking=*/true));  // [B, L, D]
+  return refine(annotations, encoder->grid_size(images.size(2), images.size(3)));
+}
+
+torch::Tensor CaptionerImpl::refine(const torch::Tensor& annotations, const std::array<int64_t, 2>& grid) {
+  return refiner ? refiner->forward(annotations, grid) : annotations;
 }
 
 torch::Device CaptionerImpl::device() const {
@@ -27,7 +35,11 @@ Captioner build_captioner(
   decoder_options.annotation_dim = encoder->annotation_dim();
   if (encoder_options.grid) decoder_options.grid = *encoder_options.grid;
   validate(decoder_options);
-  return Captioner(std::move(encoder), AttentionLSTMDecoder(decoder_options));
+  GridRefiner refiner{nullptr};
+  if (encoder_options.refiner.enabled()) {
+    refiner = GridRefiner(encoder_options.refiner, encoder->annotation_dim(), decoder_options.grid);
+  }
+  return Captioner(std::move(encoder), std::move(refiner), AttentionLSTMDecoder(decoder_options));
 }
 
 }  // namespace saccade

@@ -1,11 +1,14 @@
-// Captioner: the whole Show-Attend-Tell model, an encoder followed by the attention LSTM decoder.
+// Captioner: the whole Show-Attend-Tell model, an encoder followed by the attention LSTM decoder,
+// optionally with a refiner between them (self-attention over the grid, models/transformer.h).
 //
 //   Captioner model = build_captioner(encoder_options, decoder_options, vocabulary.size());
 //   DecoderOutput out = model->forward(images, tokens, lengths);   // teacher forcing
 //   torch::Tensor a = model->encode(images);                        // [B, L, D] for decoding
+//   torch::Tensor r = model->refine(cached, {8, 8});                // cached encoder output -> [B, L, D]
 //
-// Parameter names are "encoder.<torchvision name>" and "decoder.<decoder name>", so a checkpoint's
-// model.safetensors maps one to one onto the modules (see encoder.h and decoder.h).
+// Parameter names are "encoder.<torchvision name>", "refiner.<torch.nn.TransformerEncoder name>"
+// and "decoder.<decoder name>", so a checkpoint's model.safetensors maps one to one onto the
+// modules (see encoder.h, transformer.h and decoder.h).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -13,15 +16,21 @@
 
 #include "models/decoder.h"
 #include "models/encoder.h"
+#include "models/transformer.h"
 
 namespace saccade {
 
 class CaptionerImpl : public torch::nn::Module {
  public:
-  CaptionerImpl(Encoder encoder, AttentionLSTMDecoder decoder);
+  // `refiner` may be empty (encoder.refiner.kind none).
+  CaptionerImpl(Encoder encoder, GridRefiner refiner, AttentionLSTMDecoder decoder);
 
-  // Normalized images [B, 3, H, W] (on any device) -> annotations [B, L, D] on device().
+  // Normalized images [B, 3, H, W] (on any device) -> annotations [B, L, D] on device(), refined.
   torch::Tensor encode(const torch::Tensor& images);
+
+  // The encoder's annotations [B, L, D] on its grid [Hg, Wg] (from a feature cache) -> what the
+  // decoder reads: the refiner's output, or the annotations themselves without a refiner.
+  torch::Tensor refine(const torch::Tensor& annotations, const std::array<int64_t, 2>& grid);
 
   // Where the parameters are (Placement::device once the caller has moved the model there).
   torch::Device device() const;
@@ -32,11 +41,13 @@ class CaptionerImpl : public torch::nn::Module {
       const torch::Tensor& images, const torch::Tensor& tokens, const torch::Tensor& lengths);
 
   Encoder encoder{nullptr};
+  GridRefiner refiner{nullptr};
   AttentionLSTMDecoder decoder{nullptr};
 };
 TORCH_MODULE(Captioner);
 
-// Builds the encoder, then a decoder sized by it (D) and by the vocabulary (V).
+// Builds the encoder, its refiner (encoder.refiner), then a decoder sized by it (D) and by the
+// vocabulary (V). Throws std::invalid_argument for options that do not fit together.
 Captioner build_captioner(const EncoderOptions& encoder, DecoderOptions decoder, int64_t vocab_size);
 
 }  // namespace saccade

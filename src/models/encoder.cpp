@@ -33,6 +33,7 @@ EncoderOptions encoder_options_from(const Config& cfg) {
     options.grid = std::array<int64_t, 2>{(*grid)[0], (*grid)[1]};
   }
   options.position = cfg.get_parsed("encoder.position", parse_grid_position);
+  options.refiner = refiner_options_from(cfg);
   if (options.name == "small_cnn") options.channels = cfg.get<std::vector<int64_t>>("encoder.channels");
   if (options.name == "torchscript") {
     options.path = cfg.get<std::string>("encoder.path");

@@ -41,6 +41,7 @@
 #include "base/registry.h"
 #include "config/config.h"
 #include "models/grid_position.h"
+#include "models/transformer.h"
 
 namespace saccade {
 
@@ -66,10 +67,13 @@ struct EncoderOptions {
   // torchscript: the [H, W] of a zero image run once at build time to learn D and check the
   // module's output is a [B, D, H', W'] grid.
   std::array<int64_t, 2> probe_size = {224, 224};
+  // Self-attention over the annotations before the decoder reads them (encoder.refiner.*). Not
+  // part of the encoder module: the Captioner runs it, after a feature cache too.
+  RefinerOptions refiner;
 };
 
-// Reads `encoder.*`: name, weights, trainable_blocks, grid, position, plus channels (small_cnn) or path and
-// probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
+// Reads `encoder.*`: name, weights, trainable_blocks, grid, position, refiner, plus channels (small_cnn) or
+// path and probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
 EncoderOptions encoder_options_from(const Config& cfg);
 
 // What an encoder's annotations depend on, recorded with a feature cache and compared when one is

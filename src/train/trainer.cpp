@@ -23,12 +23,15 @@
 namespace saccade {
 namespace {
 
-// The optimizer over the decoder (and an encoder trained from scratch) at learning_rate, and the
+// The optimizer over the decoder and refiner (and an encoder trained from scratch) at learning_rate, and the
 // trainable blocks of a pretrained encoder at encoder_learning_rate. Frozen parameters are left out.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(
     CaptionerImpl& model, const TrainOptions& options, bool pretrained_encoder) {
   std::vector<torch::Tensor> main_parameters, encoder_parameters;
   for (const auto& parameter : model.decoder->parameters()) main_parameters.push_back(parameter);
+  if (model.refiner) {
+    for (const auto& parameter : model.refiner->parameters()) main_parameters.push_back(parameter);
+  }
   for (const auto& parameter : model.encoder->parameters()) {
     if (!parameter.requires_grad()) continue;
     (pretrained_encoder ? encoder_parameters : main_parameters).push_back(parameter);
@@ -204,6 +207,12 @@ void validate(const TrainerSetup& setup) {
   decoder.annotation_dim = std::max<int64_t>(decoder.annotation_dim, 1);
   if (setup.encoder.grid) decoder.grid = *setup.encoder.grid;
   validate(decoder);
+  if (setup.encoder.refiner.enabled()) {
+    // Its heads must divide the annotation dim, which only the encoder knows: built once, without weights.
+    EncoderOptions unweighted = setup.encoder;
+    unweighted.weights.reset();
+    validate(setup.encoder.refiner, build_encoder(unweighted)->annotation_dim(), decoder.grid);
+  }
   validate(setup.validation);
   const TrainOptions& train = setup.train;
   if (train.features && augments(setup.dataset.augment)) {

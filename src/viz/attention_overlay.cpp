@@ -143,6 +143,13 @@ VizOptions viz_options_from(const Config& config) {
   options.normalize = config.get_parsed("viz.normalize", parse_attention_scale);
   options.heads = config.get_parsed("viz.heads", parse_head_view);
   options.sample_images = config.get<int64_t>("viz.sample_images");
+  options.refiner_layer = config.get<int64_t>("viz.refiner_layer");
+  if (const auto location = config.get_optional<std::vector<int64_t>>("viz.refiner_location")) {
+    if (location->size() != 2 || (*location)[0] < 0 || (*location)[1] < 0) {
+      throw ConfigError("viz.refiner_location must be [row, column] of non-negative cells, or null");
+    }
+    options.refiner_location = std::array<int64_t, 2>{(*location)[0], (*location)[1]};
+  }
   return options;
 }
 
@@ -411,6 +418,11 @@ torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOp
           std::to_string(figure.grid[0]) + "x" + std::to_string(figure.grid[1]));
   const int64_t side = options.panel_size;
   const torch::Tensor image = resize_square(figure.image, side);
+  torch::Tensor first_panel = image;
+  if (figure.framed_cell >= 0) {
+    first_panel = image.clone();
+    outline_cell(first_panel, figure.framed_cell, figure.grid);
+  }
 
   // One [n, L] matrix per block: the head mean, or each head.
   std::vector<torch::Tensor> per_block;
@@ -424,12 +436,13 @@ torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOp
   std::vector<std::vector<Panel>> blocks;
   for (size_t b = 0; b < per_block.size(); ++b) {
     std::vector<Panel> block;
-    block.push_back({image, per_block.size() > 1 ? "head " + std::to_string(b + 1) : ""});
+    block.push_back({first_panel, per_block.size() > 1 ? "head " + std::to_string(b + 1) : ""});
     for (int64_t i = 0; i < n; ++i) {
       const auto map = attention_map(per_block[b][i], figure.grid, side, side, options);
       auto panel = overlay_attention(image, map, options);
       const int64_t peak = per_block[b][i].argmax().item<int64_t>();
       if (figure.outline_read_cell) outline_cell(panel, peak, figure.grid);
+      if (figure.framed_cell >= 0) outline_cell(panel, figure.framed_cell, figure.grid);
       if (options.peak_marker) draw_peak_marker(panel, peak, figure.grid);
       block.push_back({panel, figure.words[i]});
     }

@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,10 +100,16 @@ struct VizOptions {
   HeadView heads = HeadView::mean;
   // End of training: test images whose overlays go into <run>/samples/; 0 = none.
   int64_t sample_images = 4;
+  // With a refiner: the layer whose self-attention maps are drawn (0-based; negative counts from
+  // the last), and the [row, column] whose maps they are (nullopt = the cell the caption's first
+  // word looked at most).
+  int64_t refiner_layer = -1;
+  std::optional<std::array<int64_t, 2>> refiner_location;
 };
 
 // Reads viz.{panel_size, columns, label_height, upsample, smooth_sigma, mode, contour_levels,
-// peak_marker, heatmap_opacity, darken_floor, normalize, heads, sample_images}. Throws
+// peak_marker, heatmap_opacity, darken_floor, normalize, heads, sample_images, refiner_layer,
+// refiner_location}. Throws
 // ConfigError for a missing key or a bad value.
 VizOptions viz_options_from(const Config& config);
 
@@ -183,6 +190,9 @@ struct AttentionFigure {
   std::vector<std::string> notes;  // lines written below the panels (caption, references)
   // Hard attention: frame the cell each word read (its alpha's peak) in white.
   bool outline_read_cell = false;
+  // A cell framed in every panel, the image's included (the location a refiner map belongs to);
+  // -1 = none.
+  int64_t framed_cell = -1;
   // Add attention_legend(options) as the last note line.
   bool legend = false;
 };
@@ -192,7 +202,8 @@ constexpr int64_t kOutlineWidth = 2;
 
 // The image resized to P x P, then its overlays per word (heads averaged, or one block per head
 // labelled "head h"), in a panel grid. With outline_read_cell, each overlay gets a white frame
-// just inside the block of the peak's cell (rows [y P / Hg, (y + 1) P / Hg), likewise columns). Throws
+// just inside the block of the peak's cell (rows [y P / Hg, (y + 1) P / Hg), likewise columns), and
+// every panel one around framed_cell. Throws
 // std::invalid_argument when words, alphas and grid disagree.
 torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOptions& options);
 

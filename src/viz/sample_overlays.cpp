@@ -1,6 +1,8 @@
 // Sample overlays: one figure file per captioned image, and their index.
 #include "viz/sample_overlays.h"
 
+#include <c10/core/InferenceMode.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -23,7 +25,63 @@ std::string file_safe(const std::string& id) {
   return name;
 }
 
+// Every refiner layer's maps [B, N, L, L] over `crops` (uint8 [B, H, W, 3]).
+std::vector<torch::Tensor> refiner_maps(
+    CaptionerImpl& model, const torch::Tensor& crops, const ImageOptions& image, Precision precision) {
+  c10::InferenceMode inference;
+  EvalModeGuard eval_mode(model);
+  const Autocast autocast({model.device(), precision});
+  const auto images = normalize_images(crops, image).to(model.device());
+  const auto grid = model.encoder->grid_size(images.size(2), images.size(3));
+  std::vector<torch::Tensor> maps;
+  for (const auto& map : model.refiner->refine(model.encoder->forward(images), grid).maps) {
+    maps.push_back(map.to(torch::kCPU, torch::kFloat));
+  }
+  return maps;
+}
+
 }  // namespace
+
+AttentionFigure make_refiner_figure(
+    const torch::Tensor& crop,
+    const std::vector<torch::Tensor>& maps,
+    const std::array<int64_t, 2>& grid,
+    const DecodedCaption& caption,
+    const VizOptions& viz) {
+  const auto layers = static_cast<int64_t>(maps.size());
+  const int64_t layer = viz.refiner_layer < 0 ? layers + viz.refiner_layer : viz.refiner_layer;
+  if (layer < 0 || layer >= layers) {
+    throw std::invalid_argument(
+        "viz.refiner_layer=" + std::to_string(viz.refiner_layer) + " is not a layer of the " +
+        std::to_string(layers) + "-layer refiner");
+  }
+  int64_t cell = (grid[0] / 2) * grid[1] + grid[1] / 2;
+  if (viz.refiner_location) {
+    const auto [row, column] = *viz.refiner_location;
+    if (row >= grid[0] || column >= grid[1]) {
+      throw std::invalid_argument(
+          "viz.refiner_location [" + std::to_string(row) + ", " + std::to_string(column) +
+          "] is outside the " + std::to_string(grid[0]) + " x " + std::to_string(grid[1]) + " grid");
+    }
+    cell = row * grid[1] + column;
+  } else if (caption.alphas.defined() && caption.alphas.size(0) > 0) {
+    const auto first = caption.alphas[0];  // [L] or [N, L]
+    cell = (first.dim() == 2 ? first.to(torch::kFloat).mean(0) : first).argmax().item<int64_t>();
+  }
+  AttentionFigure figure;
+  figure.image = crop;
+  figure.alphas = maps[static_cast<size_t>(layer)].select(1, cell);  // [N, L]
+  for (int64_t head = 1; head <= figure.alphas.size(0); ++head)
+    figure.words.push_back("head " + std::to_string(head));
+  figure.grid = grid;
+  figure.framed_cell = cell;
+  figure.notes = {
+      "refiner layer " + std::to_string(layer + 1) + " of " + std::to_string(layers) +
+      ": where the framed cell (row " + std::to_string(cell / grid[1]) + ", column " +
+      std::to_string(cell % grid[1]) + ") looks, one panel per head"};
+  figure.legend = true;
+  return figure;
+}
 
 AttentionFigure make_attention_figure(
     CaptionerImpl& model,
@@ -63,7 +121,10 @@ std::vector<SampleOverlay> write_sample_overlays(
       samples.push_back(dataset.get(i));
       crops.push_back(samples.back().image);
     }
-    const auto captions = caption_images(model, torch::stack(crops), image, search, precision);  // B captions
+    const auto batch = torch::stack(crops);
+    const auto captions = caption_images(model, batch, image, search, precision);  // B captions
+    const auto maps =
+        model.refiner ? refiner_maps(model, batch, image, precision) : std::vector<torch::Tensor>();
     for (size_t b = 0; b < samples.size(); ++b) {
       SampleOverlay overlay;
       overlay.image_id = samples[b].image_id;
@@ -82,6 +143,15 @@ std::vector<SampleOverlay> write_sample_overlays(
       overlay.height = grid.size(0);
       overlay.width = grid.size(1);
       write_image_file(overlay.file, grid);
+      if (!maps.empty()) {
+        std::vector<torch::Tensor> own;
+        for (const auto& map : maps) own.push_back(map[static_cast<int64_t>(b)]);  // [N, L, L]
+        overlay.refiner_file = overlay.file.parent_path() / (overlay.file.stem().string() + "_refiner.png");
+        write_image_file(
+            overlay.refiner_file,
+            render_attention_figure(
+                make_refiner_figure(samples[b].image, own, figure.grid, captions[b], viz), viz));
+      }
       written.push_back(std::move(overlay));
     }
   }
@@ -89,12 +159,14 @@ std::vector<SampleOverlay> write_sample_overlays(
   for (const SampleOverlay& overlay : written) {
     Json references = Json::array();
     for (const auto& reference : overlay.references) references.push_back(reference);
-    index.push_back(Json::object(
+    Json entry = Json::object(
         {{"image_id", overlay.image_id},
          {"caption", overlay.caption},
          {"log_prob", overlay.log_prob},
          {"references", references},
-         {"file", overlay.file.filename().string()}}));
+         {"file", overlay.file.filename().string()}});
+    if (!overlay.refiner_file.empty()) entry.set("refiner_file", overlay.refiner_file.filename().string());
+    index.push_back(std::move(entry));
   }
   write_json_file(out_dir / kSamplesIndex, index, 2);
   return written;

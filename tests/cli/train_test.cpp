@@ -197,6 +197,60 @@ TEST(Train, LocalAttentionTrainsResumesExactlyAndDecodesWithBeamsAndOverlays) {
   EXPECT_EQ(std::count(wide.err.begin(), wide.err.end(), '\n'), 1) << wide.err;
 }
 
+TEST(Train, RefinerTrainsResumesExactlyFromImagesOrFeaturesAndDrawsItsMaps) {
+  // D = 16 in the smoke encoder: two heads of 8 channels.
+  const std::vector<std::string> refiner = {
+      "encoder.refiner.kind=transformer", "encoder.refiner.layers=1", "encoder.refiner.heads=2",
+      "encoder.refiner.ffn_dim=32"};
+  expect_exact_resume(refiner);
+
+  TempDir work;
+  auto from_features = refiner;
+  for (const char* item : {"encoder.trainable_blocks=0", "train.epochs=1", "train.features=features"})
+    from_features.push_back(item);
+  const auto extracted = run_saccade(
+      {"extract", "-cp", configs().string(), "experiment=smoke", "encoder.trainable_blocks=0", "--out",
+       "features"},
+      work.path());
+  ASSERT_EQ(extracted.exit_code, 0) << extracted.err;
+  const auto trained = train_smoke(work.path(), from_features);
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  const auto run = only_run(work.path());
+  EXPECT_NE(
+      read_file(run / "checkpoints/last/model.safetensors").find("refiner.layers.0.self_attn.in_proj_weight"),
+      std::string::npos);
+
+  const auto visualize =
+      run_saccade({"visualize", "--run", run.string(), "--split", "test", "--n", "2"}, work.path());
+  ASSERT_EQ(visualize.exit_code, 0) << visualize.err;
+  const std::string index = read_file(run / "samples/samples.json");
+  EXPECT_NE(index.find("_refiner.png"), std::string::npos) << index;
+  for (const char* drawn : {"000_", "001_"}) {
+    const auto at = index.find(std::string("\"refiner_file\": \"") + drawn);
+    ASSERT_NE(at, std::string::npos) << index;
+    const auto name = index.substr(at + 17, index.find('"', at + 17) - at - 17);
+    EXPECT_TRUE(std::filesystem::exists(run / "samples" / name)) << name;
+  }
+
+  // The refiner's checkpoint read with a config that has none: one line naming its weights.
+  const auto plain = run_saccade(
+      {"eval", "-cp", configs().string(), "--run", run.string(), "encoder.refiner.kind=none"}, work.path());
+  EXPECT_NE(plain.exit_code, 0);
+  EXPECT_NE(plain.err.find("does not match its config.yaml"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("refiner.layers.0"), std::string::npos) << plain.err;
+  EXPECT_EQ(std::count(plain.err.begin(), plain.err.end(), '\n'), 1) << plain.err;
+
+  // Heads that do not divide the annotation width: one line naming the key and value.
+  const auto three_heads =
+      train_smoke(work.path(), {"encoder.refiner.kind=transformer", "encoder.refiner.heads=3"});
+  EXPECT_EQ(three_heads.exit_code, 2);
+  EXPECT_NE(
+      three_heads.err.find("encoder.refiner.heads=3 does not divide the annotation width 16"),
+      std::string::npos)
+      << three_heads.err;
+  EXPECT_EQ(std::count(three_heads.err.begin(), three_heads.err.end(), '\n'), 1) << three_heads.err;
+}
+
 TEST(Train, ResumeWithoutCheckpointIsClearError) {
   TempDir work;
   const auto result = train_smoke(work.path(), {"train.resume=" + (work / "no_such_run").string()});

@@ -1,6 +1,7 @@
 // Attention overlays on small synthetic cases, every expected pixel worked out by hand: maps of
 // one-hot alphas, bilinear weights, colormap blending, darkening, panel grid geometry.
 #include "viz/attention_overlay.h"
+#include "viz/sample_overlays.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -337,6 +338,64 @@ TEST(Figure, HardAttentionFramesTheCellEachWordRead) {
   cell.fill_(255);
   cell.slice(0, 2, 6).slice(1, 2, 6).fill_(200);
   EXPECT_TRUE(torch::equal(panel, expected)) << panel.select(2, 0);
+}
+
+TEST(Figure, RefinerMapsShowOneLocationPerHeadFramedInEveryPanel) {
+  VizOptions options = darkened_dot_figure(0.5).first;
+  // Two layers of two heads on a 2 x 2 grid; in the last layer, location 2 (row 1, column 0)
+  // looks at cell 3 with head 1 and at cell 0 with head 2.
+  std::vector<torch::Tensor> maps = {torch::full({2, 4, 4}, 0.25), torch::full({2, 4, 4}, 0.25)};
+  maps[1][0][2] = one_hot(2, 2, 1, 1);
+  maps[1][1][2] = one_hot(2, 2, 0, 0);
+  DecodedCaption caption;
+  caption.alphas = one_hot(2, 2, 1, 0).unsqueeze(0);  // the first word looked at location 2
+  const auto crop = solid(16, 16, 200);
+  AttentionFigure figure = make_refiner_figure(crop, maps, {2, 2}, caption, options);
+  EXPECT_EQ(figure.words, (std::vector<std::string>{"head 1", "head 2"}));
+  EXPECT_TRUE(torch::equal(figure.alphas, torch::stack({one_hot(2, 2, 1, 1), one_hot(2, 2, 0, 0)})));
+  EXPECT_EQ(figure.framed_cell, 2);
+  ASSERT_FALSE(figure.notes.empty());
+  EXPECT_EQ(
+      figure.notes[0],
+      "refiner layer 2 of 2: where the framed cell (row 1, column 0) looks, one panel per head");
+
+  // The image panel and head 1's panel (attention on cell 3: 200 there, 100 elsewhere) carry the
+  // 2-pixel white frame inside cell 2 (rows 8..15, columns 0..7).
+  const auto grid = render_attention_figure(figure, options);
+  const auto panel_at = [&](int64_t column) {
+    const int64_t x = kPanelGap + column * (16 + kPanelGap);
+    return grid.slice(0, kPanelGap, kPanelGap + 16).slice(1, x, x + 16);
+  };
+  const auto framed = [](torch::Tensor expected, int value) {
+    auto cell = expected.slice(0, 8, 16).slice(1, 0, 8);
+    cell.fill_(255);
+    cell.slice(0, 2, 6).slice(1, 2, 6).fill_(value);
+    return expected;
+  };
+  EXPECT_TRUE(torch::equal(panel_at(0), framed(solid(16, 16, 200), 200)));
+  auto head_one = solid(16, 16, 100);
+  head_one.slice(0, 8, 16).slice(1, 8, 16).fill_(200);
+  EXPECT_TRUE(torch::equal(panel_at(1), framed(head_one, 100))) << panel_at(1).select(2, 0);
+
+  // A chosen location and layer; and ones outside the grid or the refiner, named.
+  options.refiner_location = std::array<int64_t, 2>{0, 1};
+  options.refiner_layer = 0;
+  figure = make_refiner_figure(crop, maps, {2, 2}, caption, options);
+  EXPECT_EQ(figure.framed_cell, 1);
+  EXPECT_TRUE(torch::equal(figure.alphas, maps[0].select(1, 1)));
+  options.refiner_layer = -3;
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] {
+        make_refiner_figure(crop, maps, {2, 2}, caption, options);
+      }),
+      "viz.refiner_layer=-3 is not a layer of the 2-layer refiner");
+  options.refiner_layer = -1;
+  options.refiner_location = std::array<int64_t, 2>{2, 0};
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] {
+        make_refiner_figure(crop, maps, {2, 2}, caption, options);
+      }),
+      "viz.refiner_location [2, 0] is outside the 2 x 2 grid");
 }
 
 TEST(Figure, MultiheadMeanOrOneBlockPerHead) {

@@ -1,0 +1,170 @@
+// Multi-head attention, the refiner's layers and the refiner (see transformer.h).
+#include "models/transformer.h"
+
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/functional/dropout.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "config/config.h"
+#include "models/grid_position.h"
+
+namespace saccade {
+namespace F = torch::nn::functional;
+
+TransformerAttentionImpl::TransformerAttentionImpl(int64_t dim, int64_t heads, double dropout)
+    : dim_(dim), heads_(heads), dropout_(dropout) {
+  if (dim <= 0 || heads <= 0 || dim % heads != 0) {
+    throw std::invalid_argument(
+        std::to_string(heads) + " heads do not divide the width " + std::to_string(dim));
+  }
+  // torch.nn.MultiheadAttention's initialization: Xavier-uniform projections, zero biases.
+  in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * dim, dim}));
+  in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * dim}));
+  torch::nn::init::xavier_uniform_(in_proj_weight);
+  out_proj = register_module("out_proj", torch::nn::Linear(dim, dim));
+  torch::nn::init::zeros_(out_proj->bias);
+}
+
+torch::Tensor TransformerAttentionImpl::split_heads(const torch::Tensor& x) const {
+  return x.reshape({x.size(0), x.size(1), heads_, dim_ / heads_}).transpose(1, 2);
+}
+
+torch::Tensor TransformerAttentionImpl::project(const torch::Tensor& x, int64_t part) {
+  return split_heads(
+      F::linear(x, in_proj_weight.narrow(0, part * dim_, dim_), in_proj_bias.narrow(0, part * dim_, dim_)));
+}
+
+HeadsOutput TransformerAttentionImpl::attend(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dim_ / heads_));
+  torch::Tensor scores = torch::matmul(q * scale, k.transpose(-2, -1));  // [B, N, T, S]
+  if (mask.defined()) scores = scores + mask;
+  const torch::Tensor weights = torch::softmax(scores, -1);
+  const torch::Tensor read =
+      torch::matmul(F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training())), v);
+  const torch::Tensor merged = read.transpose(1, 2).reshape({q.size(0), q.size(2), dim_});  // [B, T, D]
+  return {out_proj(merged), weights};
+}
+
+HeadsOutput TransformerAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  const auto qkv = F::linear(x, in_proj_weight, in_proj_bias).chunk(3, -1);  // one GEMM for all three
+  return attend(split_heads(qkv[0]), split_heads(qkv[1]), split_heads(qkv[2]), mask);
+}
+
+RefinerLayerImpl::RefinerLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, double dropout_p)
+    : self_attn(register_module("self_attn", TransformerAttention(dim, heads, dropout_p))),
+      linear1(register_module("linear1", torch::nn::Linear(dim, ffn_dim))),
+      linear2(register_module("linear2", torch::nn::Linear(ffn_dim, dim))),
+      norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      dropout(register_module("dropout", torch::nn::Dropout(dropout_p))) {}
+
+HeadsOutput RefinerLayerImpl::forward(const torch::Tensor& x) {
+  HeadsOutput attended = self_attn(x);
+  const torch::Tensor mixed = norm1(x + dropout(attended.output));
+  const torch::Tensor fed = linear2(dropout(torch::relu(linear1(mixed))));
+  return {norm2(mixed + dropout(fed)), attended.weights};
+}
+
+std::string to_string(RefinerPosition position) {
+  return position == RefinerPosition::learned ? "learned" : "sinusoidal";
+}
+
+RefinerPosition parse_refiner_position(const std::string& name) {
+  if (name == "sinusoidal") return RefinerPosition::sinusoidal;
+  if (name == "learned") return RefinerPosition::learned;
+  throw std::invalid_argument("unknown refiner position '" + name + "' (sinusoidal | learned)");
+}
+
+RefinerOptions refiner_options_from(const Config& config) {
+  RefinerOptions options;
+  if (!config.has("encoder.refiner")) return options;
+  options.kind = config.get<std::string>("encoder.refiner.kind");
+  options.layers = config.get<int64_t>("encoder.refiner.layers");
+  options.heads = config.get<int64_t>("encoder.refiner.heads");
+  options.ffn_dim = config.get<int64_t>("encoder.refiner.ffn_dim");
+  options.dropout = config.get<double>("encoder.refiner.dropout");
+  options.position = config.get_parsed("encoder.refiner.position", parse_refiner_position);
+  return options;
+}
+
+void validate(const RefinerOptions& options, int64_t dim, const std::array<int64_t, 2>& grid) {
+  const auto fail = [](const std::string& message) { throw std::invalid_argument(message); };
+  if (options.kind != "none" && options.kind != "transformer") {
+    fail("encoder.refiner.kind must be none or transformer, got '" + options.kind + "'");
+  }
+  if (!options.enabled()) return;
+  if (options.layers < 1) fail("encoder.refiner.layers must be >= 1, got " + std::to_string(options.layers));
+  if (options.ffn_dim < 1)
+    fail("encoder.refiner.ffn_dim must be >= 1, got " + std::to_string(options.ffn_dim));
+  if (options.heads < 1 || dim % options.heads != 0) {
+    fail(
+        "encoder.refiner.heads=" + std::to_string(options.heads) + " does not divide the annotation width " +
+        std::to_string(dim));
+  }
+  if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
+    fail("encoder.refiner.dropout must be in [0, 1), got " + std::to_string(options.dropout));
+  }
+  if (options.position == RefinerPosition::sinusoidal && dim % 4 != 0) {
+    fail(
+        "encoder.refiner.position=sinusoidal needs an annotation width divisible by 4, got " +
+        std::to_string(dim) + " (use learned)");
+  }
+  if (options.position == RefinerPosition::learned && grid[0] * grid[1] <= 0) {
+    fail("encoder.refiner.position=learned needs a fixed grid: set encoder.grid");
+  }
+}
+
+GridRefinerImpl::GridRefinerImpl(
+    const RefinerOptions& options, int64_t dim, const std::array<int64_t, 2>& grid)
+    : options_(options), dim_(dim), grid_(grid) {
+  validate(options, dim, grid);
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < options.layers; ++i) {
+    layers->push_back(RefinerLayer(dim, options.heads, options.ffn_dim, options.dropout));
+  }
+  if (options.position == RefinerPosition::learned) {
+    position = register_parameter("position", torch::randn({grid[0] * grid[1], dim}) * 0.02);
+  }
+}
+
+RefinedGrid GridRefinerImpl::refine(const torch::Tensor& annotations, const std::array<int64_t, 2>& grid) {
+  const auto sizes = [](const torch::IntArrayRef shape) {
+    std::string text;
+    for (const int64_t size : shape) text += (text.empty() ? "" : ", ") + std::to_string(size);
+    return "[" + text + "]";
+  };
+  const int64_t locations = grid[0] * grid[1];
+  if (annotations.dim() != 3 || annotations.size(1) != locations || annotations.size(2) != dim_) {
+    throw std::invalid_argument(
+        "The refiner takes annotations [B, " + std::to_string(locations) + ", " + std::to_string(dim_) +
+        "] on its " + std::to_string(grid[0]) + " x " + std::to_string(grid[1]) + " grid, got " +
+        sizes(annotations.sizes()));
+  }
+  if (position.defined() && grid != grid_) {
+    throw std::invalid_argument(
+        "The refiner's learned position table covers a " + std::to_string(grid_[0]) + " x " +
+        std::to_string(grid_[1]) + " grid, not " + std::to_string(grid[0]) + " x " + std::to_string(grid[1]));
+  }
+  const torch::Tensor added =
+      position.defined()
+          ? position
+          : sinusoidal_encoding_2d(dim_, grid[0], grid[1], annotations.options()).flatten(1).t();
+  RefinedGrid refined{annotations + added, {}};
+  for (const auto& layer : *layers) {
+    HeadsOutput out = layer->as<RefinerLayerImpl>()->forward(refined.annotations);
+    refined.annotations = out.output;
+    refined.maps.push_back(out.weights);
+  }
+  return refined;
+}
+
+torch::Tensor GridRefinerImpl::forward(const torch::Tensor& annotations, const std::array<int64_t, 2>& grid) {
+  return refine(annotations, grid).annotations;
+}
+
+}  // namespace saccade

@@ -1,0 +1,289 @@
+// The Transformer's attention and the refiner: hand-worked scaled dot-product numbers, torch's own
+// MultiheadAttention and TransformerEncoder(Layer) with the same weights, finite differences, and
+// the refiner's options and errors.
+#include "models/transformer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "config/config.h"
+#include "finite_difference.h"
+#include "models/captioner.h"
+#include "models/grid_position.h"
+#include "test_util.h"
+
+namespace saccade {
+namespace {
+
+// Copies every parameter of `from` into the parameter of `to` with the same name; every named
+// parameter of `to` must be matched.
+void copy_parameters_by_name(torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  const auto source = from.named_parameters();
+  for (auto& item : to.named_parameters()) {
+    const torch::Tensor* found = source.find(item.key());
+    ASSERT_NE(found, nullptr) << item.key();
+    item.value().copy_(*found);
+  }
+}
+
+// The identity projections: W_q = W_k = W_v = I, W_o given, zero biases.
+void set_identity_projections(
+    TransformerAttentionImpl& attention,
+    const torch::Tensor& output_weight,
+    const torch::Tensor& output_bias) {
+  torch::NoGradGuard no_grad;
+  const int64_t dim = output_weight.size(0);
+  attention.in_proj_weight.copy_(torch::eye(dim).repeat({3, 1}));
+  attention.in_proj_bias.zero_();
+  attention.out_proj->weight.copy_(output_weight);
+  attention.out_proj->bias.copy_(output_bias);
+}
+
+TEST(TransformerAttention, TwoHeadsOfOneChannelAgainstHandWorkedNumbers) {
+  // D = 2, N = 2, K = 1 (scale 1). Head 1 sees channel 0: q = k = v = (1, 0) over the two tokens,
+  // head 2 channel 1: (0, 2).
+  //   head 1, token 0: scores (1, 0) -> (e/(e+1), 1/(e+1)) = (0.7311, 0.2689), O = 0.7311
+  //   head 1, token 1: scores (0, 0) -> (0.5, 0.5), O = 0.5
+  //   head 2, token 0: scores (0, 0) -> (0.5, 0.5), O = 1
+  //   head 2, token 1: scores (0, 4) -> (1/(1+e^4), e^4/(1+e^4)) = (0.0180, 0.9820), O = 1.9640
+  // The heads are concatenated [O_1, O_2], then W_o swaps them and adds (10, 20).
+  TransformerAttention attention(2, 2, 0.0);
+  set_identity_projections(*attention, torch::tensor({{0.0, 1.0}, {1.0, 0.0}}), torch::tensor({10.0, 20.0}));
+  const auto x = torch::tensor({{{1.0, 0.0}, {0.0, 2.0}}});  // [1, 2, 2]
+  const HeadsOutput out = attention(x);
+  const double e = std::exp(1.0), e4 = std::exp(4.0);
+  const auto expected_weights =
+      torch::tensor({{{e / (e + 1), 1 / (e + 1)}, {0.5, 0.5}}, {{0.5, 0.5}, {1 / (1 + e4), e4 / (1 + e4)}}});
+  EXPECT_TRUE(torch::allclose(out.weights[0], expected_weights.to(torch::kFloat), 1e-5, 1e-6)) << out.weights;
+  const auto expected = torch::tensor({{{1.0 + 10, e / (e + 1) + 20}, {2 * e4 / (1 + e4) + 10, 0.5 + 20}}});
+  EXPECT_TRUE(torch::allclose(out.output, expected.to(torch::kFloat), 1e-5, 1e-5)) << out.output;
+}
+
+TEST(TransformerAttention, OneHeadDividesScoresBySqrtOfItsWidth) {
+  // D = K = 2: token 1 has q = (2, 0) against keys (1, 1) and (2, 0): scores (2, 4) / sqrt 2, so
+  // softmax (1 / (1 + e^{sqrt 2}), e^{sqrt 2} / (1 + e^{sqrt 2})) = (0.19557, 0.80443) and
+  // O = 0.19557 (1, 1) + 0.80443 (2, 0) = (1.80443, 0.19557). Token 0 (q = (1, 1)) scores both
+  // keys 2 / sqrt 2: O = the values' mean (1.5, 0.5).
+  TransformerAttention attention(2, 1, 0.0);
+  set_identity_projections(*attention, torch::eye(2), torch::zeros({2}));
+  const HeadsOutput out = attention(torch::tensor({{{1.0f, 1.0f}, {2.0f, 0.0f}}}));
+  const double p = 1 / (1 + std::exp(std::sqrt(2.0)));
+  const auto expected = torch::tensor({{{1.5, 0.5}, {p + 2 * (1 - p), p}}}, torch::kFloat);
+  EXPECT_TRUE(torch::allclose(out.output, expected, 1e-5, 1e-6)) << out.output;
+}
+
+TEST(TransformerAttention, AgreesWithTorchMultiheadAttentionWithAndWithoutACausalMask) {
+  torch::manual_seed(3);
+  const int64_t dim = 12, heads = 3, tokens = 5, batch = 2;
+  TransformerAttention ours(dim, heads, 0.0);
+  torch::nn::MultiheadAttention theirs(torch::nn::MultiheadAttentionOptions(dim, heads));
+  copy_parameters_by_name(*theirs, *ours);
+  ours->eval();
+  theirs->eval();
+  const auto x = torch::randn({batch, tokens, dim});
+  const auto causal = torch::full({tokens, tokens}, -INFINITY).triu(1);
+  for (const torch::Tensor& mask : {torch::Tensor(), causal}) {
+    const HeadsOutput out = ours(x, mask);
+    const auto seq_first = x.transpose(0, 1);  // torch's [T, B, D]
+    const auto [expected, weights] = theirs->forward(
+        seq_first, seq_first, seq_first, {}, /*need_weights=*/true, mask, /*average_attn_weights=*/false);
+    EXPECT_TRUE(torch::allclose(out.output, expected.transpose(0, 1), 1e-5, 1e-5));
+    EXPECT_TRUE(torch::allclose(out.weights, weights, 1e-5, 1e-6));
+  }
+  // Under the mask, token t's output ignores tokens after t: changing the last token changes
+  // only the last output.
+  auto changed = x.clone();
+  changed.select(1, tokens - 1).add_(1.0);
+  const auto before = ours(x, causal).output, after = ours(changed, causal).output;
+  EXPECT_TRUE(torch::equal(before.narrow(1, 0, tokens - 1), after.narrow(1, 0, tokens - 1)));
+  EXPECT_FALSE(torch::allclose(before.select(1, tokens - 1), after.select(1, tokens - 1)));
+}
+
+TEST(TransformerAttention, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(5);
+  TransformerAttention attention(4, 2, 0.0);
+  attention->to(torch::kDouble);
+  const auto x = torch::randn({2, 3, 4}, torch::kDouble).requires_grad_(true);
+  const auto mask = torch::full({3, 3}, -INFINITY, torch::kDouble).triu(1);
+  const auto probe = torch::randn({2, 3, 4}, torch::kDouble);
+  const auto loss = [&] { return (attention(x, mask).output * probe).sum(); };
+  const auto error = testing::gradient_error(
+      loss, {{"x", x},
+             {"in_proj_weight", attention->in_proj_weight},
+             {"in_proj_bias", attention->in_proj_bias},
+             {"out_proj.weight", attention->out_proj->weight}});
+  EXPECT_LT(error.max_abs, 1e-7) << error.where;
+}
+
+TEST(TransformerAttention, HeadsThatDoNotDivideTheWidthAreRefused) {
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([] { TransformerAttention(10, 4, 0.0); }),
+      "4 heads do not divide the width 10");
+}
+
+TEST(RefinerLayer, EqualsTorchTransformerEncoderLayerWithTheSameWeights) {
+  torch::manual_seed(11);
+  const int64_t dim = 8, heads = 2, ffn = 16;
+  RefinerLayer ours(dim, heads, ffn, 0.1);
+  torch::nn::TransformerEncoderLayer theirs(
+      torch::nn::TransformerEncoderLayerOptions(dim, heads).dim_feedforward(ffn).dropout(0.1));
+  copy_parameters_by_name(*theirs, *ours);  // the same names: weights load one to one
+  ours->eval();
+  theirs->eval();
+  const auto x = torch::randn({3, 6, dim});
+  const auto expected = theirs(x.transpose(0, 1)).transpose(0, 1);
+  EXPECT_TRUE(torch::allclose(ours(x).output, expected, 1e-5, 1e-5));
+}
+
+TEST(RefinerLayer, WithoutPositionItCannotTellLocationsApart) {
+  // Self-attention is permutation-equivariant: shuffling the locations shuffles the outputs the
+  // same way. This is why the refiner adds position.
+  torch::manual_seed(2);
+  RefinerLayer layer(8, 2, 16, 0.0);
+  const auto x = torch::randn({1, 6, 8});
+  const auto order = torch::tensor({3, 0, 5, 1, 4, 2});
+  const auto shuffled_then_refined = layer(x.index_select(1, order)).output;
+  const auto refined_then_shuffled = layer(x).output.index_select(1, order);
+  EXPECT_TRUE(torch::allclose(shuffled_then_refined, refined_then_shuffled, 1e-5, 1e-6));
+}
+
+TEST(RefinerLayer, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(9);
+  RefinerLayer layer(4, 2, 6, 0.0);
+  layer->to(torch::kDouble);
+  const auto x = torch::randn({2, 3, 4}, torch::kDouble).requires_grad_(true);
+  const auto probe = torch::randn({2, 3, 4}, torch::kDouble);
+  const auto loss = [&] { return (layer(x).output * probe).sum(); };
+  const auto error = testing::gradient_error(
+      loss, {{"x", x},
+             {"linear1.weight", layer->linear1->weight},
+             {"linear2.bias", layer->linear2->bias},
+             {"norm1.weight", layer->norm1->weight},
+             {"self_attn.in_proj_weight", layer->self_attn->in_proj_weight}});
+  EXPECT_LT(error.max_abs, 1e-7) << error.where;
+}
+
+RefinerOptions transformer_refiner(int64_t layers, int64_t heads, int64_t ffn_dim) {
+  RefinerOptions options;
+  options.kind = "transformer";
+  options.layers = layers;
+  options.heads = heads;
+  options.ffn_dim = ffn_dim;
+  return options;
+}
+
+TEST(GridRefiner, IsTorchTransformerEncoderOverTheGridPlusTheSinusoidalEncoding) {
+  torch::manual_seed(4);
+  const int64_t dim = 8;
+  const std::array<int64_t, 2> grid{2, 3};
+  GridRefiner ours(transformer_refiner(2, 2, 12), dim, grid);
+  torch::nn::TransformerEncoder theirs(torch::nn::TransformerEncoderOptions(
+      torch::nn::TransformerEncoderLayerOptions(dim, 2).dim_feedforward(12), 2));
+  copy_parameters_by_name(*theirs, *ours);
+  ours->eval();
+  theirs->eval();
+  const auto annotations = torch::randn({2, 6, dim});
+  // Location l = 3 r + c carries sin r, cos r, sin(r / 100), cos(r / 100), then the same of c.
+  auto position = torch::empty({6, dim});
+  for (int64_t r = 0; r < 2; ++r) {
+    for (int64_t c = 0; c < 3; ++c) {
+      position[3 * r + c] = torch::tensor(
+          {std::sin(r), std::cos(r), std::sin(r / 100.0), std::cos(r / 100.0), std::sin(c), std::cos(c),
+           std::sin(c / 100.0), std::cos(c / 100.0)},
+          torch::kFloat);
+    }
+  }
+  const auto expected = theirs((annotations + position).transpose(0, 1)).transpose(0, 1);
+  const RefinedGrid refined = ours->refine(annotations, grid);
+  EXPECT_TRUE(torch::allclose(refined.annotations, expected, 1e-5, 1e-5));
+  ASSERT_EQ(refined.maps.size(), 2u);
+  for (const auto& map : refined.maps) {
+    ASSERT_EQ(map.sizes(), torch::IntArrayRef({2, 2, 6, 6}));
+    EXPECT_TRUE(torch::allclose(map.sum(-1), torch::ones({2, 2, 6}), 1e-5, 1e-6));
+  }
+  // The wrong number of locations for the grid is refused, naming both.
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] {
+        ours->forward(annotations, {3, 3});
+      }),
+      "The refiner takes annotations [B, 9, 8] on its 3 x 3 grid, got [2, 6, 8]");
+}
+
+TEST(GridRefiner, LearnedPositionIsATableForTheEncodersGrid) {
+  torch::manual_seed(6);
+  auto options = transformer_refiner(1, 2, 8);
+  options.position = RefinerPosition::learned;
+  GridRefiner refiner(
+      options, 6, std::array<int64_t, 2>{2, 2});  // 6 channels: too few for the sinusoidal encoding
+  ASSERT_TRUE(refiner->position.defined());
+  EXPECT_EQ(refiner->position.sizes(), torch::IntArrayRef({4, 6}));
+  EXPECT_LT(refiner->position.std().item<double>(), 0.05);
+  EXPECT_NE(refiner->named_parameters().find("position"), nullptr);
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] {
+        refiner->forward(torch::randn({1, 4, 6}), {4, 1});
+      }),
+      "The refiner's learned position table covers a 2 x 2 grid, not 4 x 1");
+}
+
+TEST(GridRefiner, OptionsComeFromTheConfigAndBadOnesNameTheKey) {
+  const Config config = compose({testing::source_dir() / "configs",
+                                 "config",
+                                 {"encoder.refiner.kind=transformer", "encoder.refiner.heads=8"}})
+                            .config;
+  const RefinerOptions options = refiner_options_from(config);
+  EXPECT_EQ(options.kind, "transformer");
+  EXPECT_EQ(options.heads, 8);
+  EXPECT_EQ(options.layers, 2);
+  EXPECT_EQ(options.position, RefinerPosition::sinusoidal);
+  // A run saved before the refiner existed has none.
+  EXPECT_FALSE(refiner_options_from(Config(YAML::Load("encoder: {name: small_cnn}"))).enabled());
+
+  const auto message = [](RefinerOptions bad, int64_t dim, std::array<int64_t, 2> grid) {
+    return testing::message_of<std::invalid_argument>([&] { validate(bad, dim, grid); });
+  };
+  EXPECT_EQ(
+      message(transformer_refiner(2, 3, 64), 128, {8, 8}),
+      "encoder.refiner.heads=3 does not divide the annotation width 128");
+  EXPECT_EQ(
+      message(transformer_refiner(0, 4, 64), 128, {8, 8}), "encoder.refiner.layers must be >= 1, got 0");
+  EXPECT_EQ(
+      message(transformer_refiner(2, 2, 64), 130, {8, 8}),
+      "encoder.refiner.position=sinusoidal needs an annotation width divisible by 4, got 130 (use learned)");
+  auto learned = transformer_refiner(2, 2, 64);
+  learned.position = RefinerPosition::learned;
+  EXPECT_EQ(
+      message(learned, 128, {0, 0}), "encoder.refiner.position=learned needs a fixed grid: set encoder.grid");
+  auto unknown = transformer_refiner(2, 2, 64);
+  unknown.kind = "lstm";
+  EXPECT_EQ(message(unknown, 128, {8, 8}), "encoder.refiner.kind must be none or transformer, got 'lstm'");
+}
+
+TEST(GridRefiner, TheCaptionerRefinesWhatTheDecoderReads) {
+  torch::manual_seed(8);
+  EncoderOptions encoder;
+  encoder.channels = {8, 16};
+  encoder.grid = std::array<int64_t, 2>{2, 2};
+  encoder.refiner = transformer_refiner(1, 2, 16);
+  DecoderOptions decoder;
+  decoder.embed_dim = decoder.hidden_dim = decoder.attention_dim = 8;
+  Captioner model = build_captioner(encoder, decoder, 7);
+  ASSERT_TRUE(model->refiner);
+  EXPECT_NE(model->named_parameters().find("refiner.layers.0.self_attn.in_proj_weight"), nullptr);
+  model->eval();
+  const auto images = torch::randn({2, 3, 16, 16});
+  const auto raw = model->encoder->forward(images);
+  EXPECT_TRUE(torch::allclose(model->encode(images), model->refiner->forward(raw, {2, 2})));
+  EXPECT_FALSE(torch::allclose(model->encode(images), raw));
+  // Without a refiner the annotations pass as they are, and there are no refiner weights.
+  encoder.refiner.kind = "none";
+  Captioner plain = build_captioner(encoder, decoder, 7);
+  EXPECT_FALSE(plain->refiner);
+  EXPECT_TRUE(torch::equal(plain->refine(raw, {2, 2}), raw));
+}
+
+}  // namespace
+}  // namespace saccade
