@@ -14,10 +14,15 @@ int bench_scst(const Job& job);     // bench_decoder.cpp: one self-critical step
 int bench_beam(const Job& job);     // bench_beam.cpp: greedy and beam search
 int bench_loader(const Job& job);   // bench_loader.cpp: image decoding and batching
 
-// The decoder the peer implementations publish numbers for: D=2048 annotations, attention,
-// embedding and LSTM of 512, V=10000, additive attention, vector gate, no deep output,
-// dropout 0.5.
-DecoderOptions peer_decoder_options();
+// The decoder the peer implementations publish numbers for, of the kind `config`'s decoder.kind
+// names (lstm when absent), over D=2048 annotations with V=10000. LSTM: attention, embedding and
+// LSTM of 512, additive attention, vector gate, no deep output, dropout 0.5. Transformer: 6
+// layers of width 512 with 8 heads and a feed-forward of 2048 (Vaswani et al.'s base model, as
+// the Transformer captioners configure it), dropout 0.1.
+DecoderOptions peer_decoder_options(const Config& config);
+
+// "D=2048 L=196 A=E=H=512 V=10000 ..." for `options`, as the benches print it.
+std::string describe_decoder(const DecoderOptions& options);
 
 // Runs `run` once under LibTorch's profiler and prints the `top` ops by self time, with their
 // input shapes (bench_decoder.cpp).

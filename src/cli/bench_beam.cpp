@@ -1,11 +1,13 @@
 // `saccade bench beam`: the speed of caption search on synthetic annotation grids in the peers'
 // decoder configuration (D=2048, L=196, attention/embedding/LSTM 512, V=10000, additive
-// attention, vector gate), max_length 20. Prints ms per image for greedy search and beam sizes
-// 1, 3 and 5, one image at a time and 32 images in one batch (B*K decoder rows per step):
-// the best of 5 timed runs (3 for the batch) after a warm-up run.
+// attention, vector gate; with decoder=transformer, the Transformer at the peers' base size,
+// bench.h), max_length 20. Prints ms per image for greedy search and beam sizes 1, 3 and 5, one
+// image at a time and 32 images in one batch (B*K decoder rows per step): the best of 5 timed runs
+// (3 for the batch) after a warm-up run; then ms per word at 10, 20 and 40 words.
 // Random weights rarely emit <end> (p ~ 1/V), so every search runs its full 21 steps: the numbers
 // are the worst case of a trained model.
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -27,10 +29,7 @@ constexpr int64_t kLocations = 196, kBatch = 32, kMaxLength = 20;
 // Best (least disturbed on a shared machine) ms per image of `repeats` timed searches over
 // annotations [B, L, D], after one untimed warm-up search.
 double ms_per_image(
-    const CaptionSearch& search,
-    AttentionLSTMDecoderImpl& decoder,
-    const torch::Tensor& annotations,
-    int repeats) {
+    const CaptionSearch& search, CaptionDecoderImpl& decoder, const torch::Tensor& annotations, int repeats) {
   search.search(decoder, annotations);
   double best = 0.0;
   for (int r = 0; r < repeats; ++r) {
@@ -42,11 +41,36 @@ double ms_per_image(
   return best / static_cast<double>(annotations.size(0));
 }
 
+// ms per word of one image's captions of 10, 20 and 40 words, one decoder step per word after the
+// state before the first word (the words are fixed, so every length runs the same work): flat
+// when a step costs the same at any length, as the LSTM's does and the Transformer's does up to
+// its O(t) attention over the cached words.
+void print_ms_per_word(CaptionDecoderImpl& decoder, const torch::Tensor& annotations) {
+  c10::InferenceMode inference;
+  const DecoderState initial = decoder.init_state(annotations);
+  std::printf("%-10s %18s\n", "words", "ms/word");
+  for (const int64_t words : {10, 20, 40}) {
+    const auto tokens =
+        torch::randint(4, decoder.options().vocab_size, {1, words}, torch::kLong).to(annotations.device());
+    double best = 0.0;
+    for (int r = 0; r < 4; ++r) {  // the first is a warm-up
+      const auto start = Clock::now();
+      DecoderState state = initial;
+      for (int64_t t = 0; t < words; ++t) state = decoder.step(state, tokens.select(1, t)).state;
+      if (annotations.is_cuda()) torch::cuda::synchronize();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (r == 1 || (r > 1 && ms < best)) best = ms;
+    }
+    std::printf("%-10ld %18.2f\n", long(words), best / static_cast<double>(words));
+  }
+}
+
 }  // namespace
 
 int bench_beam(const Job& job) {
   torch::manual_seed(0);
-  AttentionLSTMDecoder decoder(peer_decoder_options());
+  const DecoderOptions options = peer_decoder_options(job.composition.config);
+  CaptionDecoder decoder = build_decoder(options);
   decoder->eval();
   decoder->to(job.placement.device);
   // Every search copies its captions to the host at the end, so the clock needs no extra wait.
@@ -57,8 +81,8 @@ int bench_beam(const Job& job) {
       "machine: LibTorch threads %d, %s, matmul 1024x1024 %.1f GFLOP/s\n", at::get_num_threads(),
       runtime_environment().c_str(), measure_matmul_gflops(1024));
   std::printf(
-      "decoder D=2048 L=196 A=E=H=512 V=10000, max_length %lld; on %s\n", static_cast<long long>(kMaxLength),
-      describe(job.placement).c_str());
+      "%s; L=196, max_length %lld; on %s\n", describe_decoder(options).c_str(),
+      static_cast<long long>(kMaxLength), describe(job.placement).c_str());
   std::printf("%-10s %18s %22s\n", "search", "1 image (ms/img)", "32 images (ms/img)");
 
   SearchOptions greedy_options;
@@ -83,6 +107,7 @@ int bench_beam(const Job& job) {
       "beam 5, 1 image", [&] { CaptionSearch(SearchMethod::beam, beam5).search(*decoder, single); }, 12);
   print_op_profile(
       "greedy, 32 images", [&] { greedy.search(*decoder, batched); }, 12);
+  print_ms_per_word(*decoder, single);
   return 0;
 }
 

@@ -2,6 +2,8 @@
 // Each case is one function; the table below is the only place that lists them.
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <iostream>
 #include <string>
 #include <thread>
@@ -12,10 +14,20 @@
 
 namespace saccade::cli {
 
-DecoderOptions peer_decoder_options() {
+DecoderOptions peer_decoder_options(const Config& config) {
   DecoderOptions options;
   options.vocab_size = 10000;
   options.annotation_dim = 2048;
+  if (config.has("decoder.kind") &&
+      config.get_parsed("decoder.kind", parse_decoder_kind) == DecoderKind::transformer) {
+    options.kind = DecoderKind::transformer;
+    options.layers = 6;
+    options.heads = 8;
+    options.model_dim = 512;
+    options.ffn_dim = 2048;
+    options.dropout = 0.1;
+    return options;
+  }
   options.embed_dim = 512;
   options.hidden_dim = 512;
   options.attention_kind = "additive";
@@ -24,6 +36,25 @@ DecoderOptions peer_decoder_options() {
   options.deep_output = false;
   options.dropout = 0.5;
   return options;
+}
+
+std::string describe_decoder(const DecoderOptions& o) {
+  char text[256];
+  if (o.kind == DecoderKind::transformer) {
+    std::snprintf(
+        text, sizeof(text),
+        "Transformer decoder: D=%ld d=%ld, %ld layers, %ld heads, feed-forward %ld, V=%ld, dropout %.1f",
+        long(o.annotation_dim), long(o.model_dim), long(o.layers), long(o.heads), long(o.ffn_dim),
+        long(o.vocab_size), o.dropout);
+  } else {
+    std::snprintf(
+        text, sizeof(text),
+        "LSTM decoder: D=%ld A=%ld E=%ld H=%ld V=%ld, %s attention, %s gate, deep output %s, dropout %.1f",
+        long(o.annotation_dim), long(o.attention_dim), long(o.embed_dim), long(o.hidden_dim),
+        long(o.vocab_size), o.attention_kind.c_str(), to_string(o.gate).c_str(), o.deep_output ? "on" : "off",
+        o.dropout);
+  }
+  return text;
 }
 
 namespace {

@@ -2,8 +2,9 @@
 // backward, Adam; or self-critical: sampling with autograd, greedy baseline, CIDEr-D) on
 // synthetic annotation grids, in the configuration the peer implementations publish numbers for:
 // B=32, L=196, D=2048, attention 512, embedding 512, LSTM 512, V=10000, T=20, additive attention,
-// vector gate, no deep output, dropout 0.5. Prints images/s, ms/step by phase, the achieved
-// GFLOP/s with the FLOP formula, the machine's matmul GFLOP/s and a per-op profile of one step.
+// vector gate, no deep output, dropout 0.5; with decoder=transformer, the Transformer decoder at
+// the peers' base size (bench.h). Prints images/s, ms/step by phase, the achieved GFLOP/s with the
+// FLOP formula, the machine's matmul GFLOP/s and a per-op profile of one step.
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -48,9 +49,28 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
+// Useful FLOPs of one Transformer training step, counted as for the LSTM below; the causal pass
+// scores all T x T word pairs.
+double transformer_training_flops(const DecoderOptions& o, int64_t batch, int64_t locations, int64_t steps) {
+  const double B = batch, L = locations, T = steps, D = o.annotation_dim, d = o.model_dim, F = o.ffn_dim,
+               V = o.vocab_size, layers = o.layers;
+  const double grid = B * (2 * L * D * d + layers * 4 * L * d * d);  // grid_proj, cross keys and values
+  const double per_word = layers * (12 * d * d + 4 * T * d + 4 * L * d + 4 * d * F) + 2 * d * V;
+  const double forward = grid + B * T * per_word;
+  const double total = 3 * forward - B * 2 * L * D * d;  // no gradient for the features
+  std::printf(
+      "FLOPs per step: forward F = B*[2LDd + layers*4Ld^2] + B*T*[layers*(12d^2 + 4Td + 4Ld + 4dF) + 2dV]\n"
+      "                with B=%.0f L=%.0f D=%.0f d=%.0f F=%.0f V=%.0f T=%.0f layers=%.0f\n"
+      "                = %.2f (grid) + %.2f (words) = %.2f GFLOP; training = 3F - B*2LDd = %.2f GFLOP\n",
+      B, L, D, d, F, V, T, layers, grid / 1e9, B * T * per_word / 1e9, forward / 1e9, total / 1e9);
+  return total;
+}
+
 // Useful FLOPs of one training step (multiply-adds count 2; elementwise work is not counted).
 // Prints the formula with this configuration's numbers.
 double training_flops(const DecoderOptions& o, int64_t batch, int64_t locations, int64_t words) {
+  if (o.kind == DecoderKind::transformer)
+    return transformer_training_flops(o, batch, locations, words / batch);
   const double B = batch, L = locations, N = words, D = o.annotation_dim, E = o.embed_dim, H = o.hidden_dim;
   const double A = o.attention_dim, V = o.vocab_size,
                G = o.gate == Gate::vector ? D : (o.gate == Gate::scalar ? 1 : 0);
@@ -172,7 +192,8 @@ void set_threads(int threads) {
 // The benchmark's decoder, its optimizer and a synthetic batch (seed LibTorch's generator first).
 struct DecoderBench {
   // Everything moved to placement.device; the forward pass under its autocast.
-  explicit DecoderBench(const Placement& where) : placement(where) {
+  DecoderBench(const Placement& where, DecoderOptions decoder_options)
+      : placement(where), options(std::move(decoder_options)) {
     decoder->to(placement.device);  // the optimizer keeps the same parameters, now on the device
     for (torch::Tensor* tensor : {&features, &tokens, &targets, &lengths})
       *tensor = tensor->to(placement.device);
@@ -184,8 +205,8 @@ struct DecoderBench {
   }
 
   Placement placement;
-  DecoderOptions options = peer_decoder_options();
-  AttentionLSTMDecoder decoder{options};
+  DecoderOptions options;
+  CaptionDecoder decoder{build_decoder(options)};
   torch::optim::Adam optimizer{decoder->parameters(), torch::optim::AdamOptions(4e-4)};
   torch::Tensor features =
       torch::randn({kBatch, kLocations, options.annotation_dim}).relu_();  // like conv features
@@ -267,12 +288,8 @@ void print_machine() {
 
 void print_decoder(const DecoderOptions& options, const Placement& placement) {
   std::printf(
-      "decoder: B=%ld L=%ld D=%ld A=%ld E=%ld H=%ld V=%ld T=%ld, %s attention, %s gate, deep output %s, "
-      "dropout %.1f, Adam; on %s\n",
-      long(kBatch), long(kLocations), long(options.annotation_dim), long(options.attention_dim),
-      long(options.embed_dim), long(options.hidden_dim), long(options.vocab_size), long(kSteps),
-      options.attention_kind.c_str(), to_string(options.gate).c_str(), options.deep_output ? "on" : "off",
-      options.dropout, describe(placement).c_str());
+      "%s; B=%ld L=%ld T=%ld, Adam; on %s\n", describe_decoder(options).c_str(), long(kBatch),
+      long(kLocations), long(kSteps), describe(placement).c_str());
 }
 
 // Word ids as the words a reward reads ("17").
@@ -308,7 +325,7 @@ int bench_decoder(const Job& job) {
   const bool main_rank = job.group == nullptr || job.group->is_main();
   if (main_rank) print_machine();
   torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
-  DecoderBench bench(job.placement);
+  DecoderBench bench(job.placement, peer_decoder_options(job.composition.config));
   bench.decoder->train();
   const DecoderOptions& options = bench.options;
   if (main_rank) print_decoder(options, job.placement);
@@ -332,7 +349,7 @@ int bench_decoder(const Job& job) {
 int bench_scst(const Job& job) {
   print_machine();
   torch::manual_seed(job.composition.config.has("seed") ? job.composition.config.get<int>("seed") : 0);
-  DecoderBench bench(job.placement);
+  DecoderBench bench(job.placement, peer_decoder_options(job.composition.config));
   bench.decoder->train();
   print_decoder(bench.options, job.placement);
   constexpr int64_t kSamples = 5;

@@ -183,7 +183,7 @@ std::tuple<torch::Tensor, torch::Tensor> best_extensions(
 }  // namespace
 
 std::vector<DecodedCaption> beam_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
   validate(options);
   c10::InferenceMode inference;
   EvalModeGuard eval_mode(decoder);

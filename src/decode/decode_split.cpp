@@ -100,7 +100,7 @@ std::vector<DecodedImage> gather(const std::vector<DecodedImage>& mine, ProcessG
 }  // namespace
 
 std::vector<double> caption_log_probs(
-    AttentionLSTMDecoderImpl& decoder,
+    CaptionDecoderImpl& decoder,
     const torch::Tensor& annotations,
     const std::vector<int64_t>& image_rows,
     const std::vector<std::vector<std::string>>& captions,

@@ -73,7 +73,7 @@ torch::Tensor annotations_of(
 // forcing, caption i read against row image_rows[i] of annotations [B, L, D]; words outside the
 // vocabulary read as <unk>. In the decoder's current mode; call under no-grad.
 std::vector<double> caption_log_probs(
-    AttentionLSTMDecoderImpl& decoder,
+    CaptionDecoderImpl& decoder,
     const torch::Tensor& annotations,
     const std::vector<int64_t>& image_rows,
     const std::vector<std::vector<std::string>>& captions,

@@ -34,7 +34,7 @@ using WordChoice = std::function<torch::Tensor(const torch::Tensor& log_probs)>;
 // Greedy and sampled search share everything but the choice of each word: one decoder step per
 // word for all rows, until every row has emitted <end> or max_length words.
 std::vector<DecodedCaption> word_by_word(
-    AttentionLSTMDecoderImpl& decoder,
+    CaptionDecoderImpl& decoder,
     const torch::Tensor& annotations,
     const SearchOptions& options,
     const WordChoice& choose) {
@@ -214,7 +214,7 @@ bool greedy_suffices(const SearchOptions& options) {
 }
 
 std::vector<DecodedCaption> greedy_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
   validate(options);
   if (!greedy_suffices(options)) {
     throw std::invalid_argument(
@@ -227,7 +227,7 @@ std::vector<DecodedCaption> greedy_search(
 }
 
 std::vector<DecodedCaption> sample_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
   validate(options);
   return word_by_word(decoder, annotations, options, [&](const torch::Tensor& log_probs) {
     return sampled_words(log_probs, options);
@@ -240,7 +240,7 @@ CaptionSearch::CaptionSearch(SearchMethod kind, const SearchOptions& options)
 }
 
 std::vector<DecodedCaption> CaptionSearch::search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const {
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations) const {
   switch (kind_) {
     case SearchMethod::greedy:
       return greedy_search(decoder, annotations, options_);

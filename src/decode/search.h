@@ -138,15 +138,15 @@ struct DecodedCaption {
 
 // Greedy search over annotations [B, L, D]. Throws std::invalid_argument unless greedy_suffices.
 std::vector<DecodedCaption> greedy_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
 
 // One sampled caption per row of annotations [B, L, D] (repeat rows for several per image).
 std::vector<DecodedCaption> sample_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
 
 // Beam search over annotations [B, L, D] for all B images at once.
 std::vector<DecodedCaption> beam_search(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options);
 
 // Puts a module in eval mode for a scope and restores its training flag on the way out, also
 // when the scope is left by an exception.
@@ -169,8 +169,7 @@ class EvalModeGuard {
 class CaptionSearch {
  public:
   CaptionSearch(SearchMethod kind, const SearchOptions& options);  // validates
-  std::vector<DecodedCaption> search(
-      AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations) const;
+  std::vector<DecodedCaption> search(CaptionDecoderImpl& decoder, const torch::Tensor& annotations) const;
   // "greedy", "beam K" (with "G groups, diversity P" for diverse beams), or "sample" with the
   // non-default temperature, top_k and top_p.
   std::string describe() const;

@@ -87,6 +87,17 @@ TrainedRun load_trained_run(
   EncoderOptions encoder = encoder_options_from(run.config);
   encoder.weights.reset();  // the checkpoint holds every weight
   validate(encoder);
+  // Another kind of decoder would fail on its keys or on every weight's name; say what differs.
+  const auto kind_of = [](const Config& config) {
+    return config.has("decoder.kind") ? config.get_parsed("decoder.kind", parse_decoder_kind)
+                                      : DecoderKind::lstm;
+  };
+  const DecoderKind trained = kind_of(Config(saved)), asked = kind_of(run.config);
+  if (asked != trained) {
+    throw std::runtime_error(
+        "decoder.kind=" + to_string(asked) + " does not fit the checkpoint " + run.checkpoint.string() +
+        ", which holds a " + to_string(trained) + " decoder");
+  }
   const DecoderOptions decoder = decoder_options_from(run.config);
   const auto first_line = [](const std::exception& error) {
     const std::string message = error.what();

@@ -4,7 +4,7 @@
 namespace saccade {
 
 CaptionerImpl::CaptionerImpl(
-    Encoder encoder_module, GridRefiner refiner_module, AttentionLSTMDecoder decoder_module)
+    Encoder encoder_module, GridRefiner refiner_module, CaptionDecoder decoder_module)
     : encoder(register_module("encoder", std::move(encoder_module))),
       decoder(register_module("decoder", std::move(decoder_module))) {
   if (refiner_module) refiner = register_module("refiner", std::move(refiner_module));
@@ -34,12 +34,11 @@ Captioner build_captioner(
   decoder_options.vocab_size = vocab_size;
   decoder_options.annotation_dim = encoder->annotation_dim();
   if (encoder_options.grid) decoder_options.grid = *encoder_options.grid;
-  validate(decoder_options);
   GridRefiner refiner{nullptr};
   if (encoder_options.refiner.enabled()) {
     refiner = GridRefiner(encoder_options.refiner, encoder->annotation_dim(), decoder_options.grid);
   }
-  return Captioner(std::move(encoder), std::move(refiner), AttentionLSTMDecoder(decoder_options));
+  return Captioner(std::move(encoder), std::move(refiner), build_decoder(decoder_options));
 }
 
 }  // namespace saccade

@@ -1,5 +1,6 @@
-// Captioner: the whole Show-Attend-Tell model, an encoder followed by the attention LSTM decoder,
-// optionally with a refiner between them (self-attention over the grid, models/transformer.h).
+// Captioner: the whole model, an encoder followed by a decoder (the Show-Attend-Tell attention LSTM
+// or a Transformer, models/decoder.h), optionally with a refiner between them (self-attention over the grid,
+// models/transformer.h).
 //
 //   Captioner model = build_captioner(encoder_options, decoder_options, vocabulary.size());
 //   DecoderOutput out = model->forward(images, tokens, lengths);   // teacher forcing
@@ -23,7 +24,7 @@ namespace saccade {
 class CaptionerImpl : public torch::nn::Module {
  public:
   // `refiner` may be empty (encoder.refiner.kind none).
-  CaptionerImpl(Encoder encoder, GridRefiner refiner, AttentionLSTMDecoder decoder);
+  CaptionerImpl(Encoder encoder, GridRefiner refiner, CaptionDecoder decoder);
 
   // Normalized images [B, 3, H, W] (on any device) -> annotations [B, L, D] on device(), refined.
   torch::Tensor encode(const torch::Tensor& images);
@@ -42,7 +43,7 @@ class CaptionerImpl : public torch::nn::Module {
 
   Encoder encoder{nullptr};
   GridRefiner refiner{nullptr};
-  AttentionLSTMDecoder decoder{nullptr};
+  CaptionDecoder decoder{nullptr};
 };
 TORCH_MODULE(Captioner);
 

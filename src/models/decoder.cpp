@@ -13,9 +13,12 @@
 #include "config/config.h"
 #include "kernels/packed_linear.h"
 #include "kernels/time_shared.h"
+#include "models/transformer_decoder.h"
 
 namespace saccade {
 
+const EnumNames<DecoderKind> kDecoderKindNames(
+    "decoder kind", {{DecoderKind::lstm, "lstm"}, {DecoderKind::transformer, "transformer"}});
 const EnumNames<Gate> kGateNames(
     "gate", {{Gate::none, "none"}, {Gate::scalar, "scalar"}, {Gate::vector, "vector"}});
 const EnumNames<AttentionMode> kAttentionModeNames(
@@ -23,6 +26,12 @@ const EnumNames<AttentionMode> kAttentionModeNames(
 const EnumNames<HardRead> kHardReadNames(
     "hard-attention read", {{HardRead::argmax, "argmax"}, {HardRead::expectation, "expectation"}});
 
+std::string to_string(DecoderKind kind) {
+  return kDecoderKindNames.name(kind);
+}
+DecoderKind parse_decoder_kind(const std::string& name) {
+  return kDecoderKindNames.parse(name);
+}
 std::string to_string(Gate gate) {
   return kGateNames.name(gate);
 }
@@ -57,6 +66,17 @@ AttentionOptions DecoderOptions::attention() const {
 
 DecoderOptions decoder_options_from(const Config& config) {
   DecoderOptions options;
+  if (config.has("decoder.kind")) options.kind = config.get_parsed("decoder.kind", parse_decoder_kind);
+  options.dropout = config.get<double>("decoder.dropout");
+  if (options.kind == DecoderKind::transformer) {
+    options.layers = config.get<int64_t>("decoder.layers");
+    options.heads = config.get<int64_t>("decoder.heads");
+    options.model_dim = config.get<int64_t>("decoder.dim");
+    options.ffn_dim = config.get<int64_t>("decoder.ffn_dim");
+    options.tied_embeddings = config.get<bool>("decoder.tied_embeddings");
+    options.maps_layer = config.get<int64_t>("decoder.maps_layer");
+    return options;
+  }
   options.embed_dim = config.get<int64_t>("decoder.embed_dim");
   options.hidden_dim = config.get<int64_t>("decoder.hidden_dim");
   options.attention_kind = config.get<std::string>("decoder.attention.kind");
@@ -68,47 +88,123 @@ DecoderOptions decoder_options_from(const Config& config) {
   options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
   options.gate = config.get_parsed("decoder.gate", parse_gate);
   options.deep_output = config.get<bool>("decoder.deep_output");
-  options.dropout = config.get<double>("decoder.dropout");
   return options;
 }
 
 void validate(const DecoderOptions& options) {
-  if (options.vocab_size <= 0) {
-    throw std::invalid_argument("The decoder's vocab_size must be > 0 (set it from the vocabulary)");
-  }
-  if (options.annotation_dim <= 0) {
-    throw std::invalid_argument("The decoder's annotation_dim must be > 0 (set it from the encoder)");
-  }
-  if (options.embed_dim <= 0) {
-    throw std::invalid_argument("decoder.embed_dim must be > 0, got " + std::to_string(options.embed_dim));
-  }
-  if (options.hidden_dim <= 0) {
-    throw std::invalid_argument("decoder.hidden_dim must be > 0, got " + std::to_string(options.hidden_dim));
-  }
+  const auto fail = [](const std::string& message) { throw std::invalid_argument(message); };
+  if (options.vocab_size <= 0) fail("The decoder's vocab_size must be > 0 (set it from the vocabulary)");
+  if (options.annotation_dim <= 0) fail("The decoder's annotation_dim must be > 0 (set it from the encoder)");
   if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
-    throw std::invalid_argument("decoder.dropout must be in [0, 1), got " + std::to_string(options.dropout));
+    fail("decoder.dropout must be in [0, 1), got " + std::to_string(options.dropout));
   }
+  if (options.kind == DecoderKind::transformer) {
+    const auto at_least_one = [&](const char* key, int64_t value) {
+      if (value < 1) fail(std::string("decoder.") + key + " must be >= 1, got " + std::to_string(value));
+    };
+    at_least_one("layers", options.layers);
+    at_least_one("dim", options.model_dim);
+    at_least_one("ffn_dim", options.ffn_dim);
+    if (options.heads < 1 || options.model_dim % options.heads != 0) {
+      fail(
+          "decoder.heads=" + std::to_string(options.heads) +
+          " does not divide decoder.dim=" + std::to_string(options.model_dim));
+    }
+    if (options.model_dim % 2 != 0) {
+      fail(
+          "decoder.dim must be even (the sinusoidal position encoding), got " +
+          std::to_string(options.model_dim));
+    }
+    if (options.maps_layer >= options.layers || options.maps_layer < -options.layers) {
+      fail(
+          "decoder.maps_layer=" + std::to_string(options.maps_layer) + " is not a layer of the " +
+          std::to_string(options.layers) + "-layer decoder");
+    }
+    if (options.attention_mode == AttentionMode::hard)
+      fail("decoder.kind=transformer has soft attention only");
+    return;
+  }
+  if (options.embed_dim <= 0) fail("decoder.embed_dim must be > 0, got " + std::to_string(options.embed_dim));
+  if (options.hidden_dim <= 0)
+    fail("decoder.hidden_dim must be > 0, got " + std::to_string(options.hidden_dim));
   if (!(options.hard_expectation >= 0.0 && options.hard_expectation <= 1.0)) {
-    throw std::invalid_argument(
+    fail(
         "decoder.attention.hard_expectation must be in [0, 1], got " +
         std::to_string(options.hard_expectation));
   }
   try {
     validate(options.attention());
   } catch (const std::invalid_argument& error) {
-    throw std::invalid_argument(std::string("decoder.attention: ") + error.what());
+    fail(std::string("decoder.attention: ") + error.what());
   }
 }
 
+namespace {
+
+torch::Tensor rows_of(const torch::Tensor& x, const torch::Tensor& index) {
+  return x.defined() ? x.index_select(0, index) : x;
+}
+
+std::vector<torch::Tensor> rows_of(const std::vector<torch::Tensor>& xs, const torch::Tensor& index) {
+  std::vector<torch::Tensor> rows;
+  for (const auto& x : xs) rows.push_back(rows_of(x, index));
+  return rows;
+}
+
+}  // namespace
+
 DecoderState DecoderState::index_select(const torch::Tensor& index) const {
-  return {h.index_select(0, index), c.index_select(0, index), memory.index_select(index)};
+  DecoderState selected = reorder_beams(index);
+  if (memory.keys.defined()) selected.memory = memory.index_select(index);
+  selected.grid_keys = rows_of(grid_keys, index);
+  selected.grid_values = rows_of(grid_values, index);
+  return selected;
 }
 
 DecoderState DecoderState::reorder_beams(const torch::Tensor& index) const {
-  AttentionMemory reordered = memory;
-  if (memory.previous_alpha.defined())
-    reordered.previous_alpha = memory.previous_alpha.index_select(0, index);
-  return {h.index_select(0, index), c.index_select(0, index), std::move(reordered)};
+  DecoderState reordered = *this;
+  reordered.h = rows_of(h, index);
+  reordered.c = rows_of(c, index);
+  reordered.memory.previous_alpha = rows_of(memory.previous_alpha, index);
+  reordered.word_keys = rows_of(word_keys, index);
+  reordered.word_values = rows_of(word_values, index);
+  return reordered;
+}
+
+std::vector<int64_t> checked_lengths(
+    const torch::Tensor& annotations, const torch::Tensor& tokens, const torch::Tensor& lengths) {
+  if (tokens.dim() != 2 || tokens.size(1) < 1 || annotations.dim() != 3 ||
+      tokens.size(0) != annotations.size(0)) {
+    throw std::invalid_argument(
+        "The decoder expects tokens [B, T] with T >= 1 for annotations [B, L, D], got tokens " +
+        c10::str(tokens.sizes()) + " and annotations " + c10::str(annotations.sizes()));
+  }
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  if (lengths.dim() != 1 || lengths.size(0) != B) {
+    throw std::invalid_argument(
+        "The decoder expects lengths [" + std::to_string(B) + "], got " + c10::str(lengths.sizes()));
+  }
+  const auto values = lengths.to(torch::kCPU, torch::kLong).contiguous();
+  std::vector<int64_t> length(values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + B);
+  for (int64_t b = 0; b < B; ++b) {
+    if (length[b] < 0 || length[b] > T) {
+      throw std::invalid_argument(
+          "lengths[" + std::to_string(b) + "] = " + std::to_string(length[b]) + " is outside [0, " +
+          std::to_string(T) + "]");
+    }
+  }
+  return length;
+}
+
+CaptionDecoder build_decoder(const DecoderOptions& options) {
+  validate(options);
+  std::shared_ptr<CaptionDecoderImpl> decoder;
+  if (options.kind == DecoderKind::transformer) {
+    decoder = std::make_shared<TransformerDecoderImpl>(options);
+  } else {
+    decoder = std::make_shared<AttentionLSTMDecoderImpl>(options);
+  }
+  return CaptionDecoder(std::move(decoder));
 }
 
 // The weights every step uses, prepared once per call so the loop only multiplies. The two
@@ -241,7 +337,11 @@ DecoderState AttentionLSTMDecoderImpl::init_state(
   } else {
     mean = annotations.mean(1);  // [B, D]
   }
-  return {torch::tanh(init_h(mean)), torch::tanh(init_c(mean)), std::move(memory)};  // h_0, c_0 [B, H]
+  DecoderState state;
+  state.h = torch::tanh(init_h(mean));  // h_0 [B, H]
+  state.c = torch::tanh(init_c(mean));  // c_0 [B, H]
+  state.memory = std::move(memory);
+  return state;
 }
 
 DecoderOutput AttentionLSTMDecoderImpl::forward(
@@ -249,26 +349,8 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
     const torch::Tensor& tokens,
     const torch::Tensor& lengths,
     const torch::Tensor& mask) {
-  if (tokens.dim() != 2 || tokens.size(1) < 1 || annotations.dim() != 3 ||
-      tokens.size(0) != annotations.size(0)) {
-    throw std::invalid_argument(
-        "The decoder expects tokens [B, T] with T >= 1 for annotations [B, L, D], got tokens " +
-        c10::str(tokens.sizes()) + " and annotations " + c10::str(annotations.sizes()));
-  }
+  const std::vector<int64_t> length = checked_lengths(annotations, tokens, lengths);
   const int64_t B = tokens.size(0), T = tokens.size(1), E = options_.embed_dim, H = options_.hidden_dim;
-  if (lengths.dim() != 1 || lengths.size(0) != B) {
-    throw std::invalid_argument(
-        "The decoder expects lengths [" + std::to_string(B) + "], got " + c10::str(lengths.sizes()));
-  }
-  const auto length_values = lengths.to(torch::kCPU, torch::kLong).contiguous();
-  const int64_t* length = length_values.data_ptr<int64_t>();
-  for (int64_t b = 0; b < B; ++b) {
-    if (length[b] < 0 || length[b] > T) {
-      throw std::invalid_argument(
-          "lengths[" + std::to_string(b) + "] = " + std::to_string(length[b]) + " is outside [0, " +
-          std::to_string(T) + "]");
-    }
-  }
 
   // Longest caption first, so the rows still running at step t are a prefix. The sort is stable:
   // a batch that is already sorted stays as it is and nothing is copied.
@@ -390,12 +472,15 @@ DecoderStep AttentionLSTMDecoderImpl::step(
   auto out = cell(
       w, state.memory, x_gates, state.h, state.c,
       hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader());
-  return {
-      readout(w, out.h, out.context, emb),  // logits [B, V]
-      out.alpha,
-      out.gate,
-      {out.h, out.c, after_step(state.memory, out.alpha)},
-      hard ? out.weights : torch::Tensor()};
+  DecoderStep step;
+  step.logits = readout(w, out.h, out.context, emb);  // [B, V]
+  step.alpha = out.alpha;
+  step.gate = out.gate;
+  step.state.h = out.h;
+  step.state.c = out.c;
+  step.state.memory = after_step(state.memory, out.alpha);
+  if (hard) step.weights = out.weights;
+  return step;
 }
 
 }  // namespace saccade

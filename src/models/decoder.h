@@ -1,10 +1,11 @@
-// AttentionLSTMDecoder: the Show-Attend-Tell LSTM decoder (Xu et al. 2015, Sec. 3.1.2), with
-// switches for the gate, the deep output and the attention kind.
+// The decoders behind one interface (CaptionDecoderImpl): the Show-Attend-Tell LSTM decoder
+// (AttentionLSTMDecoder, Xu et al. 2015, Sec. 3.1.2), with switches for the gate, the deep output
+// and the attention kind, and the Transformer decoder (models/transformer_decoder.h).
 //
 //   DecoderOptions options = decoder_options_from(config);   // decoder.* keys
 //   options.vocab_size = vocabulary.size();                  // V, from the data
 //   options.annotation_dim = 2048;                           // D, from the encoder
-//   AttentionLSTMDecoder decoder(options);
+//   CaptionDecoder decoder = build_decoder(options);         // decoder.kind: lstm | transformer
 //
 //   // Training (teacher forcing): one call for the whole caption.
 //   DecoderOutput out = decoder->forward(annotations, tokens, lengths);
@@ -81,7 +82,17 @@ std::string to_string(HardRead read);
 // "argmax" | "expectation"; throws std::invalid_argument naming the value otherwise.
 HardRead parse_hard_read(const std::string& name);
 
+// Which decoder reads the grid.
+enum class DecoderKind {
+  lstm,         // the Show-Attend-Tell attention LSTM
+  transformer,  // masked self-attention over the words, cross-attention to the grid
+};
+std::string to_string(DecoderKind kind);
+// "lstm" | "transformer"; throws std::invalid_argument naming the value otherwise.
+DecoderKind parse_decoder_kind(const std::string& name);
+
 struct DecoderOptions {
+  DecoderKind kind = DecoderKind::lstm;
   // V: vocabulary size, including the special tokens. Comes from the data at run time, never from
   // the config; 0 = not set yet (validate rejects it).
   int64_t vocab_size = 0;
@@ -112,17 +123,31 @@ struct DecoderOptions {
   Gate gate = Gate::scalar;
   // true: the paper's deep output layer (eq. 7); false: one linear layer on h_t.
   bool deep_output = true;
-  // Dropout probability on the output path (h_t, and the deep output's tanh layer); 0 = none.
-  // The recurrence itself never sees dropout.
+  // Dropout probability. LSTM: on the output path (h_t, and the deep output's tanh layer), never
+  // in the recurrence; 0 = none. Transformer: on the embeddings, the attention weights, every
+  // sublayer's output and the feed-forward's hidden layer.
   double dropout = 0.5;
+
+  // Transformer only (see models/transformer_decoder.h): layers, heads N (dividing model_dim),
+  // the model width, the feed-forward width, output weights tied to the embeddings, and the layer
+  // whose cross-attention maps (every head) are the step's alpha (0-based; negative counts from
+  // the last).
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t model_dim = 256;
+  int64_t ffn_dim = 1024;
+  bool tied_embeddings = false;
+  int64_t maps_layer = -1;
 
   // The options of the attention module (D and H filled in from the fields above).
   AttentionOptions attention() const;
 };
 
-// Reads decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, window, centre, mode, hard_expectation},
-// gate, deep_output, dropout}. vocab_size, annotation_dim and grid stay unset: the caller sets them
-// from the vocabulary and the encoder. Throws ConfigError for a missing key or a bad value.
+// Reads decoder.kind (lstm when absent: a run saved before it existed), then for the LSTM
+// decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, window, centre, mode, hard_expectation},
+// gate, deep_output, dropout}, for the Transformer decoder.{layers, heads, dim, ffn_dim, dropout,
+// tied_embeddings, maps_layer}. vocab_size, annotation_dim and grid stay unset: the caller sets
+// them from the vocabulary and the encoder. Throws ConfigError for a missing key or a bad value.
 DecoderOptions decoder_options_from(const Config& config);
 
 // Throws std::invalid_argument, one sentence per broken rule.
@@ -140,16 +165,22 @@ struct DecoderOutput {
   torch::Tensor expectation_rows;
 };
 
-// The decoder's recurrent state between steps, for greedy and beam search.
+// A decoder's state between steps, for greedy and beam search; each kind fills its own fields.
 struct DecoderState {
+  // LSTM:
   torch::Tensor h;         // [B, H]
   torch::Tensor c;         // [B, H]
   AttentionMemory memory;  // attention keys/values, computed once per image by init_state
+  // Transformer, per layer: the keys and values of the words read so far [B, N, t, K], and the
+  // cross-attention's keys and values of the grid [B, N, L, K] (once per image).
+  std::vector<torch::Tensor> word_keys, word_values, grid_keys, grid_values;
+  int64_t steps = 0;  // words read so far (the Transformer's next position)
 
   // Rows `index` [B'] of everything, in that order: reorders beams or expands images to beams.
   DecoderState index_select(const torch::Tensor& index) const;
-  // Rows `index` [B] of what differs between the beams of one image (h, c, the previous alpha),
-  // for an index that only moves rows within their image: the keys and values stay as they are.
+  // Rows `index` [B] of what differs between the beams of one image (h, c, the previous alpha,
+  // the words' keys and values), for an index that only moves rows within their image: what
+  // comes from the grid stays as it is.
   DecoderState reorder_beams(const torch::Tensor& index) const;
 };
 
@@ -163,6 +194,42 @@ struct DecoderStep {
   torch::Tensor weights;
 };
 
+// What every decoder does: teacher-forced training in one call, and decoding one word per call.
+class CaptionDecoderImpl : public torch::nn::Module {
+ public:
+  ~CaptionDecoderImpl() override = default;
+  virtual const DecoderOptions& options() const = 0;
+
+  // Teacher-forced pass over whole captions.
+  //   annotations [B, L, D] float
+  //   tokens      [B, T] int64: <start> w_1 .. w_{T-1}, padded; tokens[b, t] is y_t's predecessor
+  //   lengths     [B] int64 in [0, T]: steps to run for caption b (its words + <end>)
+  //   mask        optional [B, L] bool, true = real location (for padded grids)
+  virtual DecoderOutput forward(
+      const torch::Tensor& annotations,
+      const torch::Tensor& tokens,
+      const torch::Tensor& lengths,
+      const torch::Tensor& mask = {}) = 0;
+
+  // The state before the first word for annotations [B, L, D] (mask as in forward).
+  virtual DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) = 0;
+
+  // One step from `state` given the previous words [B] (int64; <start> first). The same model as
+  // forward: feeding forward's tokens one by one reproduces its logits and alphas. `read` and
+  // `locations` concern hard attention (AttentionLSTMDecoderImpl::step); other decoders ignore them.
+  virtual DecoderStep step(
+      const DecoderState& state,
+      const torch::Tensor& prev_tokens,
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& locations = {}) = 0;
+};
+TORCH_MODULE(CaptionDecoder);
+
+// Checks a teacher-forced batch (tokens [B, T] with T >= 1, annotations [B, L, D], lengths [B] in
+// [0, T]) and returns the lengths. Throws std::invalid_argument naming the shape or value.
+std::vector<int64_t> checked_lengths(
+    const torch::Tensor& annotations, const torch::Tensor& tokens, const torch::Tensor& lengths);
+
 // Parameter names (checkpoints load by name):
 //   embedding.weight [V, E]
 //   init_h.{weight [H, D], bias}, init_c.{weight [H, D], bias}        f_init_h, f_init_c
@@ -172,35 +239,30 @@ struct DecoderStep {
 //                                                                      gates i, f, g, o
 //   out_h.{weight [E, H], bias}, out_z.{weight [E, D], bias}          L_h, L_z (deep output only)
 //   out.{weight [V, E or H], bias}                                     L_o
-class AttentionLSTMDecoderImpl : public torch::nn::Module {
+class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
  public:
   explicit AttentionLSTMDecoderImpl(const DecoderOptions& options);
-  const DecoderOptions& options() const { return options_; }
+  const DecoderOptions& options() const override { return options_; }
 
-  // Teacher-forced pass over whole captions.
-  //   annotations [B, L, D] float
-  //   tokens      [B, T] int64: <start> w_1 .. w_{T-1}, padded; tokens[b, t] is y_t's predecessor
-  //   lengths     [B] int64 in [0, T]: steps to run for caption b (its words + <end>)
-  //   mask        optional [B, L] bool, true = real location (for padded grids)
-  // Rows already sorted by length, longest first, skip a reordering copy of the annotations.
+  // See CaptionDecoderImpl. Rows already sorted by length, longest first, skip a reordering copy
+  // of the annotations.
   DecoderOutput forward(
       const torch::Tensor& annotations,
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
-      const torch::Tensor& mask = {});
+      const torch::Tensor& mask = {}) override;
 
   // h_0, c_0 and the attention keys for annotations [B, L, D] (mask as in forward).
-  DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {});
+  DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
 
-  // One step from `state` given the previous words [B] (int64; <start> first). The same code as
-  // forward: feeding forward's tokens one by one reproduces its logits and alphas. `read` applies
-  // to hard attention outside training (in training, locations are sampled from alpha); given
-  // `locations` (int64 [B] with one head, [B, N] with N), hard attention reads those, in any mode.
+  // See CaptionDecoderImpl. `read` applies to hard attention outside training (in training,
+  // locations are sampled from alpha); given `locations` (int64 [B] with one head, [B, N] with
+  // N), hard attention reads those, in any mode.
   DecoderStep step(
       const DecoderState& state,
       const torch::Tensor& prev_tokens,
       HardRead read = HardRead::argmax,
-      const torch::Tensor& locations = {});
+      const torch::Tensor& locations = {}) override;
 
   torch::nn::Embedding embedding{nullptr};
   torch::nn::Linear init_h{nullptr}, init_c{nullptr};
@@ -235,5 +297,8 @@ class AttentionLSTMDecoderImpl : public torch::nn::Module {
   std::vector<int64_t> step_weights_key_;     // data pointers and versions of the parameters
 };
 TORCH_MODULE(AttentionLSTMDecoder);
+
+// Validates `options` and builds the decoder of options.kind.
+CaptionDecoder build_decoder(const DecoderOptions& options);
 
 }  // namespace saccade

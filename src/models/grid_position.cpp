@@ -15,15 +15,22 @@ const EnumNames<GridPosition> kGridPositionNames(
      {GridPosition::coords, "coords"},
      {GridPosition::sinusoidal, "sinusoidal"}});
 
-// [positions, channels]: the 1D encoding of positions 0 .. count-1 over `channels` (even).
-torch::Tensor sinusoidal_encoding_1d(int64_t count, int64_t channels, const torch::TensorOptions& options) {
-  const auto position = torch::arange(count, options.dtype(torch::kDouble)).unsqueeze(1);     // [P, 1]
-  const auto two_i = torch::arange(0, channels, 2, options.dtype(torch::kDouble));            // [C/2]
-  const auto angle = position / torch::pow(10000.0, two_i / static_cast<double>(channels));   // [P, C/2]
-  return torch::stack({torch::sin(angle), torch::cos(angle)}, 2).reshape({count, channels});  // [P, C]
-}
-
 }  // namespace
+
+torch::Tensor sinusoidal_encoding(
+    int64_t first, int64_t count, int64_t channels, const torch::TensorOptions& options) {
+  if (channels <= 0 || channels % 2 != 0) {
+    throw std::invalid_argument(
+        "A sinusoidal encoding needs a positive even dimension, got " + std::to_string(channels));
+  }
+  const auto position =
+      torch::arange(first, first + count, options.dtype(torch::kDouble)).unsqueeze(1);       // [P, 1]
+  const auto two_i = torch::arange(0, channels, 2, options.dtype(torch::kDouble));           // [C/2]
+  const auto angle = position / torch::pow(10000.0, two_i / static_cast<double>(channels));  // [P, C/2]
+  return torch::stack({torch::sin(angle), torch::cos(angle)}, 2)
+      .reshape({count, channels})
+      .to(options.dtype());  // [P, C]
+}
 
 std::string to_string(GridPosition position) {
   return kGridPositionNames.name(position);
@@ -53,10 +60,10 @@ torch::Tensor sinusoidal_encoding_2d(
         std::to_string(dim));
   }
   const int64_t half = dim / 2;
-  const auto rows = sinusoidal_encoding_1d(height, half, options).t().view({half, height, 1});   // [d, H, 1]
-  const auto columns = sinusoidal_encoding_1d(width, half, options).t().view({half, 1, width});  // [d, 1, W]
-  return torch::cat({rows.expand({half, height, width}), columns.expand({half, height, width})})
-      .to(options.dtype());  // [dim, H, W]
+  const auto rows = sinusoidal_encoding(0, height, half, options).t().view({half, height, 1});   // [d, H, 1]
+  const auto columns = sinusoidal_encoding(0, width, half, options).t().view({half, 1, width});  // [d, 1, W]
+  return torch::cat(
+      {rows.expand({half, height, width}), columns.expand({half, height, width})});  // [dim, H, W]
 }
 
 torch::Tensor add_grid_position(const torch::Tensor& grid, GridPosition position) {

@@ -31,6 +31,11 @@ GridPosition parse_grid_position(const std::string& name);
 // Channels the position adds to D features: 2 for coords, 0 otherwise.
 int64_t added_channels(GridPosition position);
 
+// [count, channels]: the 1D encoding of positions first .. first + count - 1 (Vaswani et al.'s
+// formula above, with d = channels). Throws std::invalid_argument unless channels is positive and even.
+torch::Tensor sinusoidal_encoding(
+    int64_t first, int64_t count, int64_t channels, const torch::TensorOptions& options);
+
 // [2, height, width]: x then y of each cell's centre, in [-1, 1].
 torch::Tensor coordinate_channels(int64_t height, int64_t width, const torch::TensorOptions& options);
 

@@ -7,8 +7,10 @@
 #include <torch/nn/init.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
+#include "base/enum_names.h"
 #include "config/config.h"
 #include "models/grid_position.h"
 
@@ -55,6 +57,21 @@ HeadsOutput TransformerAttentionImpl::forward(const torch::Tensor& x, const torc
   return attend(split_heads(qkv[0]), split_heads(qkv[1]), split_heads(qkv[2]), mask);
 }
 
+namespace {
+
+// The feed-forward sublayer with its residual and norm: norm(x + dropout(W_2 dropout(relu(W_1 x + b_1)) +
+// b_2)).
+torch::Tensor residual_feed_forward(
+    const torch::Tensor& x,
+    torch::nn::Linear& linear1,
+    torch::nn::Linear& linear2,
+    torch::nn::LayerNorm& norm,
+    torch::nn::Dropout& dropout) {
+  return norm(x + dropout(linear2(dropout(torch::relu(linear1(x))))));
+}
+
+}  // namespace
+
 RefinerLayerImpl::RefinerLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, double dropout_p)
     : self_attn(register_module("self_attn", TransformerAttention(dim, heads, dropout_p))),
       linear1(register_module("linear1", torch::nn::Linear(dim, ffn_dim))),
@@ -66,18 +83,56 @@ RefinerLayerImpl::RefinerLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, 
 HeadsOutput RefinerLayerImpl::forward(const torch::Tensor& x) {
   HeadsOutput attended = self_attn(x);
   const torch::Tensor mixed = norm1(x + dropout(attended.output));
-  const torch::Tensor fed = linear2(dropout(torch::relu(linear1(mixed))));
-  return {norm2(mixed + dropout(fed)), attended.weights};
+  return {residual_feed_forward(mixed, linear1, linear2, norm2, dropout), attended.weights};
 }
 
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(
+    int64_t dim, int64_t heads, int64_t ffn_dim, double dropout_p)
+    : self_attn(register_module("self_attn", TransformerAttention(dim, heads, dropout_p))),
+      multihead_attn(register_module("multihead_attn", TransformerAttention(dim, heads, dropout_p))),
+      linear1(register_module("linear1", torch::nn::Linear(dim, ffn_dim))),
+      linear2(register_module("linear2", torch::nn::Linear(ffn_dim, dim))),
+      norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      norm3(register_module("norm3", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      dropout(register_module("dropout", torch::nn::Dropout(dropout_p))) {}
+
+DecoderLayerOutput TransformerDecoderLayerImpl::forward(
+    const torch::Tensor& x,
+    const torch::Tensor& past_keys,
+    const torch::Tensor& past_values,
+    const torch::Tensor& grid_keys,
+    const torch::Tensor& grid_values,
+    const torch::Tensor& mask) {
+  DecoderLayerOutput out;
+  out.keys = self_attn->project(x, 1);
+  out.values = self_attn->project(x, 2);
+  if (past_keys.defined()) {
+    out.keys = torch::cat({past_keys, out.keys}, 2);
+    out.values = torch::cat({past_values, out.values}, 2);
+  }
+  const HeadsOutput own = self_attn->attend(self_attn->project(x, 0), out.keys, out.values, mask);
+  const torch::Tensor words = norm1(x + dropout(own.output));
+  const HeadsOutput read = multihead_attn->attend(multihead_attn->project(words, 0), grid_keys, grid_values);
+  const torch::Tensor grounded = norm2(words + dropout(read.output));
+  out.x = residual_feed_forward(grounded, linear1, linear2, norm3, dropout);
+  out.grid_weights = read.weights;
+  return out;
+}
+
+torch::Tensor causal_mask(int64_t count, const torch::TensorOptions& options) {
+  return torch::full({count, count}, -std::numeric_limits<double>::infinity(), options).triu(1);
+}
+
+const EnumNames<RefinerPosition> kRefinerPositionNames(
+    "refiner position", {{RefinerPosition::sinusoidal, "sinusoidal"}, {RefinerPosition::learned, "learned"}});
+
 std::string to_string(RefinerPosition position) {
-  return position == RefinerPosition::learned ? "learned" : "sinusoidal";
+  return kRefinerPositionNames.name(position);
 }
 
 RefinerPosition parse_refiner_position(const std::string& name) {
-  if (name == "sinusoidal") return RefinerPosition::sinusoidal;
-  if (name == "learned") return RefinerPosition::learned;
-  throw std::invalid_argument("unknown refiner position '" + name + "' (sinusoidal | learned)");
+  return kRefinerPositionNames.parse(name);
 }
 
 RefinerOptions refiner_options_from(const Config& config) {

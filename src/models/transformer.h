@@ -94,6 +94,43 @@ class RefinerLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(RefinerLayer);
 
+// What a decoder layer returns.
+struct DecoderLayerOutput {
+  torch::Tensor x;             // [B, T, D]
+  torch::Tensor keys, values;  // [B, N, S + T, K]: the self-attention's keys and values, earlier words first
+  torch::Tensor grid_weights;  // [B, N, T, L]: the cross-attention's weights over the grid
+};
+
+// One post-norm Transformer decoder layer, as torch.nn.TransformerDecoderLayer with batch_first
+// and ReLU (and its parameter names: self_attn, multihead_attn, linear1, linear2, norm1..3):
+//   x = LayerNorm_1(x + dropout(SelfAttention(x, mask)))          the words
+//   x = LayerNorm_2(x + dropout(CrossAttention(x, grid)))         queries from the words, keys and values
+//   from the grid x = LayerNorm_3(x + dropout(W_2 dropout(relu(W_1 x + b_1)) + b_2))
+class TransformerDecoderLayerImpl : public torch::nn::Module {
+ public:
+  TransformerDecoderLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, double dropout);
+  // x [B, T, D]: new positions after S earlier ones whose self-attention keys and values are
+  // past_keys, past_values [B, N, S, K] (undefined: S = 0). grid_keys, grid_values [B, N, L, K]:
+  // multihead_attn->project(grid, 1) and (grid, 2). mask: additive [T, S + T] or undefined.
+  DecoderLayerOutput forward(
+      const torch::Tensor& x,
+      const torch::Tensor& past_keys,
+      const torch::Tensor& past_values,
+      const torch::Tensor& grid_keys,
+      const torch::Tensor& grid_values,
+      const torch::Tensor& mask = {});
+
+  TransformerAttention self_attn{nullptr}, multihead_attn{nullptr};
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(TransformerDecoderLayer);
+
+// The causal mask of `count` positions: [count, count], 0 on and below the diagonal, -inf above
+// (position t sees positions 0 .. t).
+torch::Tensor causal_mask(int64_t count, const torch::TensorOptions& options);
+
 // encoder.refiner.position: the position the refiner adds to its input.
 enum class RefinerPosition { sinusoidal, learned };
 std::string to_string(RefinerPosition position);

@@ -23,7 +23,7 @@ ScstBaseline parse_scst_baseline(const std::string& name) {
 }
 
 SampledCaptions sample_captions(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& search) {
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& search) {
   const int64_t rows = annotations.size(0);
   const auto float_options = annotations.options().dtype(torch::kFloat);
   SampledCaptions samples;

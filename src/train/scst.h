@@ -65,7 +65,7 @@ struct SampledCaptions {
 // truncation); a caption stops at <end> or after `search.max_length` words. Draws from
 // LibTorch's default generator.
 SampledCaptions sample_captions(
-    AttentionLSTMDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& search);
+    CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& search);
 
 // A caption as the reward reads it: its words, then "<end>" when it was finished and the reward
 // counts it.

@@ -94,10 +94,14 @@ bool augments(const AugmentOptions& augment) {
 // The keys that decide a model's weights and what it computes with them: train.init_from refuses
 // a run that differs in one (a saved config that lacks a key is not compared on it).
 const std::vector<std::string>& architecture_keys() {
-  static const std::vector<std::string> keys = {
-      "encoder.name",           "decoder.embed_dim",     "decoder.hidden_dim",
-      "decoder.attention.kind", "decoder.attention.dim", "decoder.attention.heads",
-      "decoder.attention.mode", "decoder.gate",          "decoder.deep_output"};
+  static const std::vector<std::string> keys = {"encoder.name",           "encoder.refiner.kind",
+                                                "decoder.kind",           "decoder.embed_dim",
+                                                "decoder.hidden_dim",     "decoder.attention.kind",
+                                                "decoder.attention.dim",  "decoder.attention.heads",
+                                                "decoder.attention.mode", "decoder.gate",
+                                                "decoder.deep_output",    "decoder.layers",
+                                                "decoder.heads",          "decoder.dim",
+                                                "decoder.ffn_dim",        "decoder.tied_embeddings"};
   return keys;
 }
 

@@ -146,6 +146,20 @@ void expect_exact_resume(const std::vector<std::string>& overrides) {
   EXPECT_TRUE(train_losses(only_run(resumed.path()), 1).empty());
 }
 
+// `run` evaluates with beam search (the shapes metrics included) and draws its overlays.
+void expect_beam_eval_and_overlays(const std::filesystem::path& work, const std::filesystem::path& run) {
+  const auto eval = run_saccade(
+      {"eval", "-cp", configs().string(), "--run", run.string(), "decode.beam_size=3",
+       "runtime.check_blas=false"},
+      work);
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("pointing game"), std::string::npos) << eval.out;
+  const auto visualize =
+      run_saccade({"visualize", "--run", run.string(), "--split", "test", "--n", "2"}, work);
+  ASSERT_EQ(visualize.exit_code, 0) << visualize.err;
+  EXPECT_FALSE(std::filesystem::is_empty(run / "samples"));
+}
+
 TEST(Train, ResumeContinuesExactlyAsAnUninterruptedRun) {
   expect_exact_resume({});
 }
@@ -176,16 +190,7 @@ TEST(Train, LocalAttentionTrainsResumesExactlyAndDecodesWithBeamsAndOverlays) {
   TempDir work;
   ASSERT_EQ(train_smoke(work.path(), monotonic).exit_code, 0);
   const auto run = only_run(work.path());
-  const auto eval = run_saccade(
-      {"eval", "-cp", configs().string(), "--run", run.string(), "decode.beam_size=3",
-       "runtime.check_blas=false"},
-      work.path());
-  ASSERT_EQ(eval.exit_code, 0) << eval.err;
-  EXPECT_NE(eval.out.find("pointing game"), std::string::npos) << eval.out;
-  const auto visualize =
-      run_saccade({"visualize", "--run", run.string(), "--split", "test", "--n", "2"}, work.path());
-  ASSERT_EQ(visualize.exit_code, 0) << visualize.err;
-  EXPECT_FALSE(std::filesystem::is_empty(run / "samples"));
+  expect_beam_eval_and_overlays(work.path(), run);
 
   // A window wider than the smoke encoder's 8 x 8 grid: one line naming the key and value.
   const auto wide = train_smoke(work.path(), {"decoder.attention.kind=local", "decoder.attention.window=4"});
@@ -247,6 +252,36 @@ TEST(Train, RefinerTrainsResumesExactlyFromImagesOrFeaturesAndDrawsItsMaps) {
   EXPECT_NE(
       three_heads.err.find("encoder.refiner.heads=3 does not divide the annotation width 16"),
       std::string::npos)
+      << three_heads.err;
+  EXPECT_EQ(std::count(three_heads.err.begin(), three_heads.err.end(), '\n'), 1) << three_heads.err;
+}
+
+TEST(Train, TransformerDecoderTrainsResumesExactlyDecodesAndRefusesAnLstmConfig) {
+  const std::vector<std::string> transformer = {
+      "decoder=transformer", "decoder.layers=1", "decoder.heads=2", "decoder.dim=16", "decoder.ffn_dim=32"};
+  expect_exact_resume(transformer);
+
+  TempDir work;
+  ASSERT_EQ(train_smoke(work.path(), transformer).exit_code, 0);
+  const auto run = only_run(work.path());
+  expect_beam_eval_and_overlays(work.path(), run);
+
+  // The Transformer's checkpoint read with the LSTM decoder's config: one line naming both.
+  const auto lstm = run_saccade(
+      {"eval", "-cp", configs().string(), "--run", run.string(), "decoder.kind=lstm"}, work.path());
+  EXPECT_NE(lstm.exit_code, 0);
+  EXPECT_NE(
+      lstm.err.find(
+          "decoder.kind=lstm does not fit the checkpoint " + (run / "checkpoints/best").string() +
+          ", which holds a transformer decoder"),
+      std::string::npos)
+      << lstm.err;
+  const std::string error = lstm.err.substr(lstm.err.find("saccade: error:"));
+  EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << lstm.err;
+
+  const auto three_heads = train_smoke(work.path(), {"decoder=transformer", "decoder.heads=3"});
+  EXPECT_EQ(three_heads.exit_code, 2);
+  EXPECT_NE(three_heads.err.find("decoder.heads=3 does not divide decoder.dim=256"), std::string::npos)
       << three_heads.err;
   EXPECT_EQ(std::count(three_heads.err.begin(), three_heads.err.end(), '\n'), 1) << three_heads.err;
 }

@@ -44,6 +44,20 @@ TEST(GridPosition, SinusoidalFollowsTheFormulaPerAxis) {
       "A 2D sinusoidal encoding needs a dimension that is a positive multiple of 4, got 6");
 }
 
+TEST(GridPosition, OneDimensionalEncodingStartsAtAnyPosition) {
+  // 4 channels: 10000^(2/4) = 100, so position p has sin p, cos p, sin(p / 100), cos(p / 100).
+  const auto pe = sinusoidal_encoding(5, 2, 4, torch::kDouble);
+  ASSERT_EQ(pe.sizes(), torch::IntArrayRef({2, 4}));
+  for (const int p : {5, 6}) {
+    const double expected[] = {std::sin(p), std::cos(p), std::sin(p / 100.0), std::cos(p / 100.0)};
+    for (int64_t channel = 0; channel < 4; ++channel)
+      EXPECT_NEAR(pe[p - 5][channel].item<double>(), expected[channel], 1e-12) << p << ", " << channel;
+  }
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([] { sinusoidal_encoding(0, 2, 3, torch::kFloat); }),
+      "A sinusoidal encoding needs a positive even dimension, got 3");
+}
+
 TEST(GridPosition, TheEncoderAppendsCoordinatesOrAddsTheEncoding) {
   EncoderOptions options;
   options.channels = {8, 12};

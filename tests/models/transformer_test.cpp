@@ -2,6 +2,7 @@
 // MultiheadAttention and TransformerEncoder(Layer) with the same weights, finite differences, and
 // the refiner's options and errors.
 #include "models/transformer.h"
+#include "models/transformer_decoder.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -283,6 +284,159 @@ TEST(GridRefiner, TheCaptionerRefinesWhatTheDecoderReads) {
   Captioner plain = build_captioner(encoder, decoder, 7);
   EXPECT_FALSE(plain->refiner);
   EXPECT_TRUE(torch::equal(plain->refine(raw, {2, 2}), raw));
+}
+
+TEST(TransformerDecoderLayer, EqualsTorchTransformerDecoderLayerUnderTheCausalMask) {
+  torch::manual_seed(12);
+  const int64_t dim = 8, heads = 2, ffn = 16, words = 5;
+  TransformerDecoderLayer ours(dim, heads, ffn, 0.1);
+  torch::nn::TransformerDecoderLayer theirs(
+      torch::nn::TransformerDecoderLayerOptions(dim, heads).dim_feedforward(ffn).dropout(0.1));
+  copy_parameters_by_name(*theirs, *ours);
+  ours->eval();
+  theirs->eval();
+  const auto x = torch::randn({3, words, dim}), grid = torch::randn({3, 7, dim});
+  const auto mask = causal_mask(words, torch::kFloat);
+  const auto expected = theirs(x.transpose(0, 1), grid.transpose(0, 1), mask).transpose(0, 1);
+  const auto out = ours->forward(
+      x, {}, {}, ours->multihead_attn->project(grid, 1), ours->multihead_attn->project(grid, 2), mask);
+  EXPECT_TRUE(torch::allclose(out.x, expected, 1e-5, 1e-5));
+  EXPECT_EQ(out.grid_weights.sizes(), torch::IntArrayRef({3, heads, words, 7}));
+  EXPECT_EQ(out.keys.sizes(), torch::IntArrayRef({3, heads, words, dim / heads}));
+}
+
+DecoderOptions tiny_transformer(bool tied = false) {
+  DecoderOptions options;
+  options.kind = DecoderKind::transformer;
+  options.vocab_size = 11;
+  options.annotation_dim = 6;
+  options.layers = 2;
+  options.heads = 2;
+  options.model_dim = 8;
+  options.ffn_dim = 12;
+  options.dropout = 0.1;
+  options.tied_embeddings = tied;
+  options.maps_layer = 0;
+  return options;
+}
+
+TEST(TransformerDecoder, AWordNeverChangesTheOutputsBeforeIt) {
+  torch::manual_seed(13);
+  TransformerDecoder decoder(tiny_transformer());
+  decoder->eval();
+  const auto annotations = torch::randn({2, 4, 6});
+  const auto tokens = torch::randint(0, 11, {2, 6});
+  const auto lengths = torch::tensor({6, 6});
+  const auto before = decoder->forward(annotations, tokens, lengths);
+  for (int64_t changed = 1; changed < 6; ++changed) {
+    auto other = tokens.clone();
+    other.select(1, changed).fill_((tokens[0][changed].item<int64_t>() + 1) % 11);
+    const auto after = decoder->forward(annotations, other, lengths);
+    EXPECT_TRUE(torch::equal(before.logits.narrow(1, 0, changed), after.logits.narrow(1, 0, changed)))
+        << changed;
+    EXPECT_TRUE(torch::equal(before.alphas.narrow(1, 0, changed), after.alphas.narrow(1, 0, changed)))
+        << changed;
+    EXPECT_FALSE(torch::allclose(before.logits.select(1, changed), after.logits.select(1, changed)))
+        << changed;
+  }
+}
+
+TEST(TransformerDecoder, CachedStepsEqualTheFullPassAndPaddingIsZero) {
+  torch::manual_seed(14);
+  for (const bool tied : {false, true}) {
+    TransformerDecoder decoder(tiny_transformer(tied));
+    EXPECT_EQ(decoder->named_parameters().find("out_weight") == nullptr, tied);
+    decoder->eval();
+    const auto annotations = torch::randn({3, 4, 6});
+    const auto tokens = torch::randint(0, 11, {3, 5});
+    const auto full = decoder->forward(annotations, tokens, torch::tensor({5, 3, 5}));
+    ASSERT_EQ(full.alphas.sizes(), torch::IntArrayRef({3, 5, 2, 4}));
+    DecoderState state = decoder->init_state(annotations);
+    for (int64_t t = 0; t < 5; ++t) {
+      const DecoderStep step = decoder->step(state, tokens.select(1, t));
+      state = step.state;
+      // The cache holds exactly the words read: nothing before them is recomputed.
+      EXPECT_EQ(state.word_keys[1].size(2), t + 1);
+      for (int64_t b : {0, 2}) {
+        EXPECT_TRUE(torch::allclose(step.logits[b], full.logits[b][t], 1e-5, 1e-5)) << t;
+        EXPECT_TRUE(torch::allclose(step.alpha[b], full.alphas[b][t], 1e-5, 1e-6)) << t;
+      }
+      if (t < 3) {
+        EXPECT_TRUE(torch::allclose(step.logits[1], full.logits[1][t], 1e-5, 1e-5)) << t;
+      }
+    }
+    EXPECT_TRUE(torch::equal(full.logits[1].narrow(0, 3, 2), torch::zeros({2, 11})));
+    EXPECT_TRUE(torch::equal(full.alphas[1].narrow(0, 3, 2), torch::zeros({2, 2, 4})));
+    EXPECT_TRUE(torch::allclose(full.alphas[0].sum(-1), torch::ones({5, 2}), 1e-5, 1e-6));
+  }
+}
+
+TEST(TransformerDecoder, ReorderedBeamsCarryTheirOwnWords) {
+  // Two images expanded to two beams each; after a step the beams swap within each image. The next
+  // step of a beam must equal what its new history gives when decoded on its own.
+  torch::manual_seed(15);
+  TransformerDecoder decoder(tiny_transformer());
+  decoder->eval();
+  const auto annotations = torch::randn({2, 4, 6});
+  const auto expanded = torch::tensor({0, 0, 1, 1});
+  const auto first = torch::tensor({1, 2, 3, 4}), second = torch::tensor({5, 6, 7, 8});
+  DecoderState state = decoder->init_state(annotations).index_select(expanded);
+  state = decoder->step(state, first).state.reorder_beams(torch::tensor({1, 0, 3, 2}));
+  const auto reordered = decoder->step(state, second).logits;
+  const auto alone = decoder->forward(
+      annotations.index_select(0, expanded), torch::stack({torch::tensor({2, 1, 4, 3}), second}, 1),
+      torch::full({4}, 2));
+  EXPECT_TRUE(torch::allclose(reordered, alone.logits.select(1, 1), 1e-5, 1e-5));
+}
+
+TEST(TransformerDecoder, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(16);
+  auto options = tiny_transformer();
+  options.dropout = 0.0;
+  TransformerDecoder decoder(options);
+  decoder->to(torch::kDouble);
+  const auto annotations = torch::randn({2, 3, 6}, torch::kDouble).requires_grad_(true);
+  const auto tokens = torch::randint(0, 11, {2, 4});
+  const auto lengths = torch::tensor({4, 2});
+  const auto probe = torch::randn({2, 4, 11}, torch::kDouble);
+  const auto loss = [&] { return (decoder->forward(annotations, tokens, lengths).logits * probe).sum(); };
+  auto* layer = decoder->layers[1]->as<TransformerDecoderLayerImpl>();
+  const auto error = testing::gradient_error(
+      loss, {{"annotations", annotations},
+             {"embedding.weight", decoder->embedding->weight},
+             {"grid_proj.weight", decoder->grid_proj->weight},
+             {"layers.1.multihead_attn.in_proj_weight", layer->multihead_attn->in_proj_weight},
+             {"layers.1.norm3.weight", layer->norm3->weight},
+             {"out_weight", decoder->out_weight}});
+  EXPECT_LT(error.max_abs, 1e-7) << error.where;
+}
+
+TEST(TransformerDecoder, OptionsComeFromTheConfigAndBadOnesNameTheKey) {
+  const Config config =
+      compose({testing::source_dir() / "configs", "config", {"decoder=transformer"}}).config;
+  const DecoderOptions options = decoder_options_from(config);
+  EXPECT_EQ(options.kind, DecoderKind::transformer);
+  EXPECT_EQ(options.model_dim, 256);
+  EXPECT_EQ(options.maps_layer, -1);
+  EXPECT_EQ(
+      decoder_options_from(compose({testing::source_dir() / "configs", "config", {}}).config).kind,
+      DecoderKind::lstm);
+
+  const auto message = [](DecoderOptions bad) {
+    return testing::message_of<std::invalid_argument>([&] { build_decoder(bad); });
+  };
+  auto three_heads = tiny_transformer();
+  three_heads.heads = 3;
+  EXPECT_EQ(message(three_heads), "decoder.heads=3 does not divide decoder.dim=8");
+  auto far_layer = tiny_transformer();
+  far_layer.maps_layer = 2;
+  EXPECT_EQ(message(far_layer), "decoder.maps_layer=2 is not a layer of the 2-layer decoder");
+  TransformerDecoder decoder(tiny_transformer());
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] {
+        decoder->init_state(torch::randn({1, 4, 6}), torch::ones({1, 4}, torch::kBool));
+      }),
+      "The Transformer decoder reads whole grids: no mask");
 }
 
 }  // namespace

@@ -1,0 +1,125 @@
+// The Transformer decoder: one pass under the causal mask for training, cached steps for
+// decoding (see transformer_decoder.h).
+#include "models/transformer_decoder.h"
+
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "models/grid_position.h"
+
+namespace saccade {
+
+TransformerDecoderImpl::TransformerDecoderImpl(const DecoderOptions& options) : options_(options) {
+  validate(options);
+  if (options.kind != DecoderKind::transformer)
+    throw std::invalid_argument("TransformerDecoder needs decoder.kind=transformer");
+  const int64_t d = options.model_dim;
+  embedding = register_module("embedding", torch::nn::Embedding(options.vocab_size, d));
+  // Scaled by sqrt(d) at the input, so the embeddings start at unit scale beside the encoding.
+  torch::nn::init::normal_(embedding->weight, 0.0, 1.0 / std::sqrt(static_cast<double>(d)));
+  grid_proj = register_module("grid_proj", torch::nn::Linear(options.annotation_dim, d));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < options.layers; ++i) {
+    layers->push_back(TransformerDecoderLayer(d, options.heads, options.ffn_dim, options.dropout));
+  }
+  if (!options.tied_embeddings) {
+    out_weight = register_parameter("out_weight", torch::empty({options.vocab_size, d}));
+    torch::nn::init::xavier_uniform_(out_weight);
+  }
+  out_bias = register_parameter("out_bias", torch::zeros({options.vocab_size}));
+}
+
+torch::Tensor TransformerDecoderImpl::embed(const torch::Tensor& words, int64_t first) {
+  const int64_t d = options_.model_dim;
+  const auto position = sinusoidal_encoding(first, words.size(1), d, embedding->weight.options());  // [T, d]
+  const auto x = embedding(words) * std::sqrt(static_cast<double>(d)) + position;
+  return torch::dropout(x, options_.dropout, is_training());
+}
+
+void TransformerDecoderImpl::remember_grid(const torch::Tensor& annotations, DecoderState& state) {
+  if (annotations.dim() != 3 || annotations.size(2) != options_.annotation_dim) {
+    throw std::invalid_argument(
+        "The decoder expects annotations [B, L, " + std::to_string(options_.annotation_dim) + "], got " +
+        c10::str(annotations.sizes()));
+  }
+  const auto grid = grid_proj(annotations);  // [B, L, d]
+  for (const auto& layer : *layers) {
+    auto& attention = *layer->as<TransformerDecoderLayerImpl>()->multihead_attn;
+    state.grid_keys.push_back(attention.project(grid, 1));    // [B, N, L, K]
+    state.grid_values.push_back(attention.project(grid, 2));  // [B, N, L, K]
+  }
+}
+
+std::pair<torch::Tensor, torch::Tensor> TransformerDecoderImpl::run_layers(
+    torch::Tensor x, DecoderState& state, const torch::Tensor& mask) {
+  const int64_t maps_layer =
+      options_.maps_layer < 0 ? options_.layers + options_.maps_layer : options_.maps_layer;
+  state.word_keys.resize(static_cast<size_t>(options_.layers));
+  state.word_values.resize(static_cast<size_t>(options_.layers));
+  torch::Tensor maps;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    DecoderLayerOutput out = layers[i]->as<TransformerDecoderLayerImpl>()->forward(
+        x, state.word_keys[i], state.word_values[i], state.grid_keys[i], state.grid_values[i], mask);
+    x = out.x;
+    state.word_keys[i] = out.keys;
+    state.word_values[i] = out.values;
+    if (static_cast<int64_t>(i) == maps_layer) maps = out.grid_weights;
+  }
+  return {x, maps};
+}
+
+torch::Tensor TransformerDecoderImpl::logits(const torch::Tensor& x) {
+  return torch::nn::functional::linear(
+      x, options_.tied_embeddings ? embedding->weight : out_weight, out_bias);
+}
+
+DecoderOutput TransformerDecoderImpl::forward(
+    const torch::Tensor& annotations,
+    const torch::Tensor& tokens,
+    const torch::Tensor& lengths,
+    const torch::Tensor& mask) {
+  checked_lengths(annotations, tokens, lengths);
+  if (mask.defined()) throw std::invalid_argument("The Transformer decoder reads whole grids: no mask");
+  const int64_t T = tokens.size(1);
+  DecoderState state = init_state(annotations);
+  auto [x, maps] = run_layers(embed(tokens, 0), state, causal_mask(T, annotations.options()));
+  // Padding positions (t >= lengths[b]) are zeros, as the LSTM leaves them.
+  const auto real = torch::arange(T, lengths.options().dtype(torch::kLong)).unsqueeze(0) <
+                    lengths.to(torch::kLong).unsqueeze(1);  // [B, T]
+  const auto keep = real.to(x.scalar_type()).to(x.device());
+  DecoderOutput output;
+  output.logits = logits(x) * keep.unsqueeze(2);                          // [B, T, V]
+  output.alphas = maps.transpose(1, 2) * keep.unsqueeze(2).unsqueeze(3);  // [B, T, N, L]
+  return output;
+}
+
+DecoderState TransformerDecoderImpl::init_state(const torch::Tensor& annotations, const torch::Tensor& mask) {
+  if (mask.defined()) throw std::invalid_argument("The Transformer decoder reads whole grids: no mask");
+  DecoderState state;
+  remember_grid(annotations, state);
+  return state;
+}
+
+DecoderStep TransformerDecoderImpl::step(
+    const DecoderState& state, const torch::Tensor& prev_tokens, HardRead, const torch::Tensor&) {
+  if (state.grid_keys.size() != layers->size()) {
+    throw std::invalid_argument("step needs a state from this decoder's init_state");
+  }
+  const int64_t rows = state.grid_keys.front().size(0);
+  if (prev_tokens.dim() != 1 || prev_tokens.size(0) != rows) {
+    throw std::invalid_argument(
+        "step expects previous tokens [" + std::to_string(rows) + "], got " + c10::str(prev_tokens.sizes()));
+  }
+  DecoderStep step;
+  step.state = state;
+  auto [x, maps] = run_layers(embed(prev_tokens.unsqueeze(1), state.steps), step.state, {});
+  step.state.steps = state.steps + 1;
+  step.logits = logits(x.squeeze(1));  // [B, V]
+  step.alpha = maps.squeeze(2);        // [B, N, L]
+  return step;
+}
+
+}  // namespace saccade

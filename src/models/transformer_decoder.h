@@ -1,0 +1,83 @@
+// TransformerDecoder: a Transformer decoder (Vaswani et al. 2017) that writes captions over the
+// annotation grid, behind the same interface as the attention LSTM (models/decoder.h).
+//
+//   DecoderOptions options = decoder_options_from(config);   // decoder=transformer
+//   CaptionDecoder decoder = build_decoder(options);
+//
+// Shape legend: B batch, T steps, L locations, D annotation dim, d model width (decoder.dim),
+// N heads, K = d / N, V vocabulary.
+//
+// The model, with y_0 = <start>:
+//   grid  g_i = W_g a_i + b_g                                      (grid_proj: D -> d)
+//   input x_t = sqrt(d) E y_{t-1} + PE(t)                          (1D sinusoidal, models/grid_position.h)
+//   layers of TransformerDecoderLayer (models/transformer.h): masked self-attention over the
+//   words so far, cross-attention to g, feed-forward; post-norm.
+//   logits = x_t W_o^T + b_o                                       (W_o = E when tied_embeddings)
+// Training runs all T positions in one pass under the causal mask: position t never sees a later
+// word. Decoding keeps, per layer, the keys and values of the words read so far (DecoderState
+// word_keys/word_values) and the grid's (grid_keys/grid_values, once per image): a step projects
+// only the new word and attends over t + 1 keys, so it costs O(t), not a pass over the prefix.
+// alpha is layer maps_layer's cross-attention, every head: [B, N, L] per step, [B, T, N, L] in
+// forward, as multihead attention's (overlays draw the heads' mean or each head).
+//
+// Parameter names: embedding.weight [V, d], grid_proj.{weight [d, D], bias},
+// layers.<i>.{self_attn, multihead_attn}.{in_proj_weight, in_proj_bias, out_proj.*},
+// layers.<i>.{linear1, linear2, norm1, norm2, norm3}.*, out_bias [V], and out_weight [V, d]
+// unless tied.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include "models/decoder.h"
+#include "models/transformer.h"
+
+namespace saccade {
+
+class TransformerDecoderImpl : public CaptionDecoderImpl {
+ public:
+  // Validates `options` (kind transformer).
+  explicit TransformerDecoderImpl(const DecoderOptions& options);
+  const DecoderOptions& options() const override { return options_; }
+
+  // See CaptionDecoderImpl. A mask is refused: the Transformer reads whole grids.
+  DecoderOutput forward(
+      const torch::Tensor& annotations,
+      const torch::Tensor& tokens,
+      const torch::Tensor& lengths,
+      const torch::Tensor& mask = {}) override;
+  // The grid's keys and values for every layer's cross-attention; no words yet.
+  DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  // One word per row: position state.steps, attending over the cached keys and values.
+  DecoderStep step(
+      const DecoderState& state,
+      const torch::Tensor& prev_tokens,
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& locations = {}) override;
+
+  torch::nn::Embedding embedding{nullptr};
+  torch::nn::Linear grid_proj{nullptr};
+  torch::nn::ModuleList layers;
+  torch::Tensor out_weight, out_bias;  // out_weight undefined when tied
+
+ private:
+  // x_t for words [B, T] at positions first .. first + T - 1: [B, T, d].
+  torch::Tensor embed(const torch::Tensor& words, int64_t first);
+  // Every layer's cross-attention keys and values of annotations [B, L, D].
+  void remember_grid(const torch::Tensor& annotations, DecoderState& state);
+  // The layers over x [B, T, d] after state.steps cached positions; appends each layer's keys and
+  // values to `state` (replacing the cache) and returns the output [B, T, d] and the maps layer's
+  // cross-attention [B, N, T, L].
+  std::pair<torch::Tensor, torch::Tensor> run_layers(
+      torch::Tensor x, DecoderState& state, const torch::Tensor& mask);
+  torch::Tensor logits(const torch::Tensor& x);
+
+  DecoderOptions options_;
+};
+TORCH_MODULE(TransformerDecoder);
+
+}  // namespace saccade
