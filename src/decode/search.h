@@ -5,7 +5,7 @@
 //   std::vector<DecodedCaption> captions = search->search(*decoder, annotations);
 //   vocabulary.decode(captions[0].tokens)                         // words
 //
-// Shapes: B images, K beams, L locations, N heads (multihead attention only), V vocabulary.
+// Shapes: B images, K beams, L locations, N heads (multihead attention and the Transformer), V vocabulary.
 // Searches run under inference mode, in eval mode (the decoder's training flag is restored), and
 // never change the decoder's parameters. Every caption carries its log-probability (the sum over
 // its words and <end> when finished) and the attention map of each of its n words.
@@ -131,7 +131,7 @@ struct DecodedCaption {
   std::vector<int64_t> tokens;  // the words' ids, without <start> and <end>
   double log_prob = 0.0;        // sum of the log-probabilities of the emitted words and <end>
   bool finished = false;        // <end> was emitted before max_length
-  torch::Tensor alphas;         // CPU float [n, L] ([n, N, L] multihead): where each of the n words looked
+  torch::Tensor alphas;         // CPU float [n, L] ([n, N, L] with heads): where each of the n words looked
   // With decode.n_best > 1: the image's best n_best captions, best first (the first is this one).
   std::vector<DecodedCaption> n_best;
 };

@@ -156,7 +156,7 @@ void validate(const DecoderOptions& options);
 // Teacher-forced outputs. Positions t >= lengths[b] are padding: zeros everywhere.
 struct DecoderOutput {
   torch::Tensor logits;  // [B, T, V] unnormalized scores of the word following tokens[b, t]
-  torch::Tensor alphas;  // [B, T, L] ([B, T, N, L] for multihead) attention weights
+  torch::Tensor alphas;  // [B, T, L] ([B, T, N, L] for multihead and the Transformer) attention weights
   torch::Tensor gates;   // [B, T, G] beta per step; undefined when the gate is none
   // Hard mode: what each step's context averaged, like alphas: one-hot at the chosen location,
   // or alpha itself in the expectation rows. Undefined in soft mode.
@@ -187,7 +187,7 @@ struct DecoderState {
 // One decoding step.
 struct DecoderStep {
   torch::Tensor logits;  // [B, V] unnormalized scores of the next word
-  torch::Tensor alpha;   // [B, L] ([B, N, L] for multihead)
+  torch::Tensor alpha;   // [B, L] ([B, N, L] for multihead and the Transformer)
   torch::Tensor gate;    // [B, G]; undefined when the gate is none
   DecoderState state;    // the state after this step
   // Hard attention read at a location: one-hot where it read, like alpha. Undefined otherwise.
