@@ -278,9 +278,9 @@ void draw_peak_marker(torch::Tensor& panel, int64_t cell, const std::array<int64
   }
 }
 
-std::string attention_legend(const VizOptions& options) {
-  const std::string scale =
-      options.normalize == AttentionScale::per_word ? "each word's peak" : "all attention on one cell";
+std::string attention_legend(const VizOptions& options, const std::string& panel) {
+  const std::string scale = options.normalize == AttentionScale::per_word ? "each " + panel + "'s peak"
+                                                                          : "all attention on one cell";
   std::string legend = "Attention: ";
   if (options.mode == OverlayMode::contour) {
     legend += "contours at ";
@@ -449,7 +449,7 @@ torch::Tensor render_attention_figure(const AttentionFigure& figure, const VizOp
     blocks.push_back(std::move(block));
   }
   std::vector<std::string> notes = figure.notes;
-  if (figure.legend) notes.push_back(attention_legend(options));
+  if (figure.legend) notes.push_back(attention_legend(options, figure.panel_subject));
   return draw_panel_grid(blocks, notes, options);
 }
 

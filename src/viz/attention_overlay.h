@@ -148,8 +148,9 @@ int64_t peak_marker_radius(int64_t panel_size);
 void draw_peak_marker(torch::Tensor& panel, int64_t cell, const std::array<int64_t, 2>& grid);
 
 // One line saying how the overlays are drawn and scaled, for under a figure: "Attention:
-// contours at 25%, 50%, 75% of each word's peak; + marks the peak cell".
-std::string attention_legend(const VizOptions& options);
+// contours at 25%, 50%, 75% of each word's peak; + marks the peak cell", with `panel` for what
+// each panel shows ("word", "head").
+std::string attention_legend(const VizOptions& options, const std::string& panel = "word");
 
 // A picture in the grid with its label underneath.
 struct Panel {
@@ -193,8 +194,10 @@ struct AttentionFigure {
   // A cell framed in every panel, the image's included (the location a refiner map belongs to);
   // -1 = none.
   int64_t framed_cell = -1;
-  // Add attention_legend(options) as the last note line.
+  // Add attention_legend(options, panel_subject) as the last note line.
   bool legend = false;
+  // What each panel after the image shows, as the legend names it.
+  std::string panel_subject = "word";
 };
 
 // Pixels: the width of the frame outline_read_cell draws (thinner in cells under 8 pixels).

@@ -75,6 +75,7 @@ AttentionFigure make_refiner_figure(
     figure.words.push_back("head " + std::to_string(head));
   figure.grid = grid;
   figure.framed_cell = cell;
+  figure.panel_subject = "head";
   figure.notes = {
       "refiner layer " + std::to_string(layer + 1) + " of " + std::to_string(layers) +
       ": where the framed cell (row " + std::to_string(cell / grid[1]) + ", column " +

@@ -358,6 +358,9 @@ TEST(Figure, RefinerMapsShowOneLocationPerHeadFramedInEveryPanel) {
   EXPECT_EQ(
       figure.notes[0],
       "refiner layer 2 of 2: where the framed cell (row 1, column 0) looks, one panel per head");
+  EXPECT_EQ(figure.panel_subject, "head");
+  EXPECT_EQ(
+      attention_legend(options, "head"), "Attention: brightness from 50% (none) to full (each head's peak)");
 
   // The image panel and head 1's panel (attention on cell 3: 200 there, 100 elsewhere) carry the
   // 2-pixel white frame inside cell 2 (rows 8..15, columns 0..7).
