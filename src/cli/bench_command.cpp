@@ -18,8 +18,7 @@ DecoderOptions peer_decoder_options(const Config& config) {
   DecoderOptions options;
   options.vocab_size = 10000;
   options.annotation_dim = 2048;
-  if (config.has("decoder.kind") &&
-      config.get_parsed("decoder.kind", parse_decoder_kind) == DecoderKind::transformer) {
+  if (decoder_kind_from(config) == DecoderKind::transformer) {
     options.kind = DecoderKind::transformer;
     options.layers = 6;
     options.heads = 8;

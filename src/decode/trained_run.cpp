@@ -88,11 +88,7 @@ TrainedRun load_trained_run(
   encoder.weights.reset();  // the checkpoint holds every weight
   validate(encoder);
   // Another kind of decoder would fail on its keys or on every weight's name; say what differs.
-  const auto kind_of = [](const Config& config) {
-    return config.has("decoder.kind") ? config.get_parsed("decoder.kind", parse_decoder_kind)
-                                      : DecoderKind::lstm;
-  };
-  const DecoderKind trained = kind_of(Config(saved)), asked = kind_of(run.config);
+  const DecoderKind trained = decoder_kind_from(Config(saved)), asked = decoder_kind_from(run.config);
   if (asked != trained) {
     throw std::runtime_error(
         "decoder.kind=" + to_string(asked) + " does not fit the checkpoint " + run.checkpoint.string() +

@@ -32,6 +32,10 @@ std::string to_string(DecoderKind kind) {
 DecoderKind parse_decoder_kind(const std::string& name) {
   return kDecoderKindNames.parse(name);
 }
+DecoderKind decoder_kind_from(const Config& config) {
+  return config.has("decoder.kind") ? config.get_parsed("decoder.kind", parse_decoder_kind)
+                                    : DecoderKind::lstm;
+}
 std::string to_string(Gate gate) {
   return kGateNames.name(gate);
 }
@@ -66,7 +70,7 @@ AttentionOptions DecoderOptions::attention() const {
 
 DecoderOptions decoder_options_from(const Config& config) {
   DecoderOptions options;
-  if (config.has("decoder.kind")) options.kind = config.get_parsed("decoder.kind", parse_decoder_kind);
+  options.kind = decoder_kind_from(config);
   options.dropout = config.get<double>("decoder.dropout");
   if (options.kind == DecoderKind::transformer) {
     options.layers = config.get<int64_t>("decoder.layers");

@@ -90,6 +90,9 @@ enum class DecoderKind {
 std::string to_string(DecoderKind kind);
 // "lstm" | "transformer"; throws std::invalid_argument naming the value otherwise.
 DecoderKind parse_decoder_kind(const std::string& name);
+// config's decoder.kind; lstm when absent (a run saved before it existed). Throws ConfigError for
+// another value.
+DecoderKind decoder_kind_from(const Config& config);
 
 struct DecoderOptions {
   DecoderKind kind = DecoderKind::lstm;
