@@ -98,8 +98,9 @@ const std::vector<CommandSpec>& commands() {
       {"report",
        "Rebuild report.html of a run folder or a sweep folder.",
        "Writes <DIR>/report.html from the files the run left (metrics, scores, samples, config); for a\n"
-       "multirun's sweep folder, every job's page and the sweep page comparing them. Training writes\n"
-       "these pages itself; this rebuilds them, e.g. after `saccade eval` or by hand.",
+       "multirun's sweep folder, every job's page, the sweep page, and comparison.md and comparison.csv\n"
+       "(jobs alike but for their seed as one run, means and deviations over the seeds), which it prints.\n"
+       "Training writes these pages itself; this rebuilds them, e.g. after `saccade eval` or by hand.",
        {{"--run", "DIR", "a run folder (with config.yaml) or a sweep folder (with multirun.yaml)"}},
        false,
        false,

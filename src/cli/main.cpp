@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@
 #include "config/config.h"
 #include "io/log.h"
 #include "io/run_folder.h"
-#include "viz/run_report.h"
+#include "viz/sweep_report.h"
 
 namespace saccade::cli {
 namespace {
@@ -237,6 +238,7 @@ int run_jobs(const Parsed& parsed) {
   // Released when the jobs end, before static destruction (NCCL shuts down in its destructor).
   std::unique_ptr<ProcessGroup> group;
   std::filesystem::path sweep_dir;
+  std::optional<SweepComparison> comparison;
   int worst = 0;
   for (size_t number = 0; number < job_overrides.size(); ++number) {
     Job job;
@@ -282,7 +284,12 @@ int run_jobs(const Parsed& parsed) {
     if (invocation.multirun) log::info() << "Job #" << number << ": " << join(job.overrides, " ");
     worst = std::max(worst, command.run(job));
     log::set_file("");
-    if (invocation.multirun && command.creates_run_folder && main_rank) write_sweep_report(sweep_dir);
+    if (invocation.multirun && command.creates_run_folder && main_rank)
+      comparison = write_sweep_report(sweep_dir);
+  }
+  if (comparison && !comparison->rows.empty()) {
+    std::cout << "\nComparison (" << (sweep_dir / "comparison.md").string() << "):\n\n"
+              << comparison_markdown(*comparison);
   }
   return worst;
 }

@@ -1,9 +1,11 @@
-// `saccade report --run DIR`: rebuilds report.html of a run folder, or of a sweep folder and its jobs.
+// `saccade report --run DIR`: rebuilds report.html of a run folder, or of a sweep folder and its jobs
+// (and prints the sweep's comparison).
 #include <filesystem>
 #include <iostream>
 
 #include "cli/command.h"
 #include "viz/run_report.h"
+#include "viz/sweep_report.h"
 
 namespace saccade::cli {
 namespace {
@@ -29,7 +31,8 @@ int run_report(const Job& job) {
         std::cout << (entry.path() / "report.html").string() << "\n";
       }
     }
-    write_sweep_report(dir);
+    const SweepComparison comparison = write_sweep_report(dir);
+    if (!comparison.rows.empty()) std::cout << comparison_markdown(comparison) << "\n";
   } else if (is_run_folder(dir)) {
     write_run_report(dir);
   } else {

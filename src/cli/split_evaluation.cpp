@@ -8,6 +8,7 @@
 
 #include "eval/diversity.h"
 #include "io/log.h"
+#include "models/weights.h"
 
 namespace saccade::cli {
 
@@ -45,6 +46,7 @@ EvaluatedSplit evaluate_split(
   evaluated.results = score_split(
       evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config),
       &training_captions);
+  evaluated.results.parameters = parameter_count(*run.model);
   write_split_results(run.dir / "results", evaluated.results);
   const CaptionScores& scores = evaluated.results.scores;
   log::info() << to_string(split) << " (checkpoint epoch " << run.epoch << "): BLEU-4 " << scores.bleu[3]

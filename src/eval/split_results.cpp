@@ -56,6 +56,7 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
                        {"meteor", Json::number_or_null(scores.meteor)},
                        {"rouge_l", scores.rouge_l},
                        {"cider_d", scores.cider_d}})}});
+  if (results.parameters) report.set("parameters", *results.parameters);
   if (results.diversity) {
     const DiversityScores& diversity = *results.diversity;
     report.set(

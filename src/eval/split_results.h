@@ -4,6 +4,7 @@
 //                                 "n_best": [{"caption", "log_prob"}, ...] under decode.n_best > 1
 //   results/<split>_scores.json   {"split", "search", "checkpoint_epoch", "images",
 //                                  "corpus": {bleu1..4, meteor, rouge_l, cider_d},
+//                                  "parameters" (the model's, where known),
 //                                  "diversity": {...}, "shapes": {...} (shapes world only),
 //                                  "per_image": [...]}
 //
@@ -54,6 +55,7 @@ struct SplitResults {
   // decode.n_best > 1: each image's best captions, best first; empty otherwise.
   std::map<std::string, std::vector<ScoredCaption>> n_best = {};
   std::optional<DiversityScores> diversity = {};
+  std::optional<int64_t> parameters = {};  // the captioning model's trainable values
 };
 
 // Creates `results_dir` and writes <split>.json and <split>_scores.json atomically.

@@ -116,4 +116,10 @@ void save_state_dict(const torch::nn::Module& module, const std::filesystem::pat
   save_safetensors(path, tensors);
 }
 
+int64_t parameter_count(const torch::nn::Module& module) {
+  int64_t count = 0;
+  for (const auto& parameter : module.parameters()) count += parameter.numel();
+  return count;
+}
+
 }  // namespace saccade

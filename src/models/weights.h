@@ -12,6 +12,7 @@
 
 #include <torch/nn/module.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -54,5 +55,8 @@ StateDictReport load_state_dict(
 
 // Writes every parameter and buffer of `module` under its dotted name, in its own dtype.
 void save_state_dict(const torch::nn::Module& module, const std::filesystem::path& path);
+
+// The number of values in `module`'s parameters (buffers such as BatchNorm's statistics not counted).
+int64_t parameter_count(const torch::nn::Module& module);
 
 }  // namespace saccade

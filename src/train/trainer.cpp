@@ -19,6 +19,7 @@
 #include "io/log.h"
 #include "io/progress.h"
 #include "io/temporaries.h"
+#include "models/weights.h"
 
 namespace saccade {
 namespace {
@@ -59,12 +60,6 @@ void set_learning_rates(torch::optim::Optimizer& optimizer, const TrainState& st
   auto& groups = optimizer.param_groups();
   groups[0].options().set_lr(state.learning_rate);
   if (groups.size() > 1) groups[1].options().set_lr(state.encoder_learning_rate);
-}
-
-int64_t parameter_count(const torch::nn::Module& module) {
-  int64_t count = 0;
-  for (const auto& parameter : module.parameters()) count += parameter.numel();
-  return count;
 }
 
 // The resolved config as a TensorBoard text: four leading spaces make it a markdown code block.

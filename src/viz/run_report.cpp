@@ -1,4 +1,4 @@
-// The run and sweep report pages: read a folder's files, write one HTML page.
+// The run report page: read a run folder's files, write one HTML page.
 #include "viz/run_report.h"
 
 #include <yaml-cpp/yaml.h>
@@ -18,6 +18,7 @@
 #include "io/json.h"
 #include "io/metrics_csv.h"
 #include "io/run_folder.h"
+#include "viz/report_parts.h"
 #include "viz/sample_overlays.h"
 #include "viz/svg_chart.h"
 
@@ -25,19 +26,17 @@ namespace saccade {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kStyle = R"(
-body { font-family: sans-serif; margin: 24px auto; max-width: 1400px; color: #222; padding: 0 16px; }
-h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; font-size: 13px; } th, td { padding: 4px 10px; border-bottom: 1px solid #eee; }
-th { text-align: left; background: #f5f5f5; } td.number { text-align: right; font-variant-numeric: tabular-nums; }
-tr.best td { background: #eef6ee; font-weight: bold; }
-dl { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; font-size: 13px; } dt { color: #666; }
-.charts { display: flex; flex-wrap: wrap; gap: 16px; }
-figure.sample { margin: 0 0 24px 0; } figure.sample img { max-width: 100%; border: 1px solid #ddd; }
-figcaption { font-size: 13px; } .generated { font-weight: bold; } .note { color: #777; font-size: 13px; }
-pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
-)";
+using report::best_row;
+using report::fixed;
+using report::json_number;
+using report::number_cell;
+using report::read_metrics_if_any;
+using report::read_split_scores;
+using report::read_yaml;
+using report::Row;
+using report::rows_of_kind;
+using report::series_of;
+using report::val_metric_of;
 
 struct CaptionMetric {
   const char* key;    // the metrics.csv column and the scores-file key
@@ -46,88 +45,6 @@ struct CaptionMetric {
 constexpr CaptionMetric kCaptionMetrics[] = {
     {"bleu1", "BLEU-1"},  {"bleu2", "BLEU-2"},    {"bleu3", "BLEU-3"},   {"bleu4", "BLEU-4"},
     {"meteor", "METEOR"}, {"rouge_l", "ROUGE-L"}, {"cider_d", "CIDEr-D"}};
-
-using Row = std::map<std::string, std::string>;
-
-YAML::Node read_yaml(const fs::path& path) {
-  try {
-    return YAML::LoadFile(path.string());
-  } catch (const YAML::Exception& error) {
-    throw std::invalid_argument(path.string() + ": " + error.what());
-  }
-}
-
-std::string fixed(double value, int decimals = 4) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.*f", decimals, value);
-  return text;
-}
-
-std::string html_page_start(const std::string& title) {
-  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" +
-         xml_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
-}
-
-std::string number_cell(const std::optional<double>& value, int decimals = 4) {
-  return value ? "<td class=\"number\">" + fixed(*value, decimals) + "</td>"
-               : "<td class=\"number\">n/a</td>";
-}
-
-// The validation metric that picks the best checkpoint, from the run's config (train.val_metric).
-std::string val_metric_of(const fs::path& run_dir) {
-  // Looked up level by level: a config.yaml that is not a run's (no train mapping) reads the default.
-  const YAML::Node config = read_yaml(run_dir / "config.yaml");
-  const YAML::Node train = config.IsMap() ? config["train"] : YAML::Node();
-  const YAML::Node metric = train && train.IsMap() ? train["val_metric"] : YAML::Node();
-  return metric && metric.IsScalar() ? metric.as<std::string>() : "cider_d";
-}
-
-std::vector<Row> rows_of_kind(const MetricsTable& table, const std::string& kind) {
-  std::vector<Row> rows;
-  for (const Row& row : table.rows) {
-    const auto it = row.find("kind");
-    if (it != row.end() && it->second == kind) rows.push_back(row);
-  }
-  return rows;
-}
-
-// The validation row with the highest `metric` (the first of equals, as the trainer keeps it).
-std::optional<Row> best_row(const std::vector<Row>& rows, const std::string& metric) {
-  std::optional<Row> best;
-  for (const Row& row : rows) {
-    const auto value = MetricsTable::number(row, metric);
-    if (value && (!best || *value > *MetricsTable::number(*best, metric))) best = row;
-  }
-  return best;
-}
-
-std::optional<MetricsTable> read_metrics_if_any(const fs::path& run_dir) {
-  const fs::path path = run_dir / "metrics.csv";
-  if (!fs::exists(path)) return std::nullopt;
-  return read_metrics_csv(path);
-}
-
-// results/<split>_scores.json files, by file name.
-std::vector<std::pair<std::string, Json>> read_split_scores(const fs::path& run_dir) {
-  std::vector<std::pair<std::string, Json>> scores;
-  const fs::path results = run_dir / "results";
-  if (!fs::is_directory(results)) return scores;
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(results)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > 12 && name.compare(name.size() - 12, 12, "_scores.json") == 0)
-      files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& file : files) scores.emplace_back(file.filename().string(), read_json_file(file));
-  return scores;
-}
-
-std::optional<double> json_number(const Json& object, const std::string& key) {
-  const Json* value = object.find(key);
-  if (value == nullptr || value->is_null()) return std::nullopt;
-  return value->as_double();
-}
 
 std::string metrics_header() {
   std::string html = "<tr><th>scores</th><th>checkpoint epoch</th><th>search</th><th>images</th>";
@@ -265,17 +182,6 @@ std::string diversity_section(const std::vector<std::pair<std::string, Json>>& s
          "diverse).</p>\n</section>\n";
 }
 
-ChartSeries series_of(
-    const std::vector<Row>& rows, const std::string& x, const std::string& y, std::string name) {
-  ChartSeries series{std::move(name), {}};
-  for (const Row& row : rows) {
-    const auto x_value = MetricsTable::number(row, x);
-    const auto y_value = MetricsTable::number(row, y);
-    if (x_value && y_value) series.points.emplace_back(*x_value, *y_value);
-  }
-  return series;
-}
-
 std::string curves_section(const std::optional<MetricsTable>& metrics) {
   std::string html = "<section id=\"curves\">\n<h2>Curves</h2>\n<div class=\"charts\">\n";
   const std::vector<Row> train = metrics ? rows_of_kind(*metrics, "train") : std::vector<Row>{};
@@ -388,7 +294,7 @@ void write_run_report(const fs::path& run_dir) {
   const std::optional<MetricsTable> metrics = read_metrics_if_any(run_dir);
   const auto split_scores = read_split_scores(run_dir);
   const std::string title = "saccade run " + run_dir.lexically_normal().string();
-  std::string html = html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
+  std::string html = report::html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
   html += summary_section(run_dir, metrics);
   html += metrics_section(metrics, val_metric_of(run_dir), split_scores);
   html += shapes_section(split_scores);
@@ -398,107 +304,6 @@ void write_run_report(const fs::path& run_dir) {
   html += config_section(run_dir);
   html += "</body>\n</html>\n";
   write_file_atomically(run_dir / "report.html", html);
-}
-
-void write_sweep_report(const fs::path& sweep_dir) {
-  const fs::path record_path = sweep_dir / "multirun.yaml";
-  if (!fs::exists(record_path))
-    throw std::runtime_error(sweep_dir.string() + " is not a sweep folder: it has no multirun.yaml");
-  const YAML::Node record = read_yaml(record_path);
-  const std::string title = "saccade sweep " + sweep_dir.lexically_normal().string();
-  std::string html = html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
-  html += "<section id=\"summary\">\n<dl><dt>command</dt><dd>" +
-          xml_escape(join_words(record["argv"].as<std::vector<std::string>>())) + "</dd>";
-  if (record["started"])
-    html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
-  html += "<dt>jobs</dt><dd>" + std::to_string(record["jobs"].size()) + "</dd></dl>\n</section>\n";
-
-  struct JobSummary {
-    std::string overrides, status, epochs, val_metric;
-    std::optional<double> best;
-    std::string best_epoch;
-    std::optional<double> test_bleu4, test_cider;
-    bool has_report = false;
-  };
-  std::vector<JobSummary> jobs;
-  std::vector<ChartSeries> curves;
-  std::string chart_metric;
-  // A job is named by the overrides that tell it apart: those not shared by every job.
-  std::vector<std::vector<std::string>> job_overrides;
-  for (const auto& job : record["jobs"]) job_overrides.push_back(job.as<std::vector<std::string>>());
-  const auto shared_by_all = [&](const std::string& item) {
-    for (const auto& items : job_overrides) {
-      if (std::find(items.begin(), items.end(), item) == items.end()) return false;
-    }
-    return job_overrides.size() > 1;
-  };
-  for (size_t number = 0; number < job_overrides.size(); ++number) {
-    const fs::path job_dir = sweep_dir / std::to_string(number);
-    JobSummary job;
-    std::vector<std::string> swept;
-    for (const auto& item : job_overrides[number]) {
-      if (!shared_by_all(item)) swept.push_back(item);
-    }
-    job.overrides = join_words(swept);
-    job.status = "not started";
-    if (fs::exists(job_dir / "config.yaml")) {
-      job.status = "started";
-      job.val_metric = val_metric_of(job_dir);
-      if (chart_metric.empty()) chart_metric = job.val_metric;
-      job.has_report = fs::exists(job_dir / "report.html");
-      if (const auto metrics = read_metrics_if_any(job_dir)) {
-        const auto val = rows_of_kind(*metrics, "val");
-        if (!val.empty()) job.epochs = val.back().at("epoch");
-        if (const auto best = best_row(val, job.val_metric)) {
-          job.best = MetricsTable::number(*best, job.val_metric);
-          job.best_epoch = best->at("epoch");
-        }
-        curves.push_back(
-            series_of(val, "epoch", chart_metric, "#" + std::to_string(number) + " " + job.overrides));
-      }
-      for (const auto& [file, scores] : read_split_scores(job_dir)) {
-        if (scores.at("split").as_string() != "test") continue;
-        job.status = "finished";
-        job.test_bleu4 = json_number(scores.at("corpus"), "bleu4");
-        job.test_cider = json_number(scores.at("corpus"), "cider_d");
-      }
-    }
-    jobs.push_back(job);
-  }
-  // The best job: the highest best validation score (jobs compared on the first job's metric).
-  std::optional<size_t> best_job;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].best && jobs[i].val_metric == chart_metric &&
-        (!best_job || *jobs[i].best > *jobs[*best_job].best))
-      best_job = i;
-  }
-  html +=
-      "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>swept values</th><th>status</th>"
-      "<th>epochs</th><th>best validation</th><th>at epoch</th><th>test BLEU-4</th><th>test "
-      "CIDEr-D</th></tr>\n";
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const JobSummary& job = jobs[i];
-    const std::string name = "#" + std::to_string(i);
-    html +=
-        std::string("<tr") + (best_job == i ? " class=\"best\"" : "") + "><td>" +
-        (job.has_report ? "<a href=\"" + std::to_string(i) + "/report.html\">" + name + "</a>" : name) +
-        "</td><td>" + xml_escape(job.overrides) + "</td><td>" + job.status + "</td><td class=\"number\">" +
-        job.epochs + "</td>" +
-        (job.best ? "<td class=\"number\">" + xml_escape(job.val_metric) + " " + fixed(*job.best) + "</td>"
-                  : std::string("<td></td>")) +
-        "<td class=\"number\">" + job.best_epoch + "</td>" + number_cell(job.test_bleu4) +
-        number_cell(job.test_cider) + "</tr>\n";
-  }
-  html += "</table>\n";
-  if (best_job)
-    html += "<p>Best job: #" + std::to_string(*best_job) + " (" + xml_escape(jobs[*best_job].overrides) +
-            ")</p>\n";
-  html += "</section>\n<section id=\"curves\">\n<h2>Curves</h2>\n<div class=\"charts\">\n";
-  ChartOptions chart{"Validation " + chart_metric, "epoch", chart_metric};
-  chart.width = 900;
-  html += svg_line_chart(chart, curves);
-  html += "</div>\n</section>\n</body>\n</html>\n";
-  write_file_atomically(sweep_dir / "report.html", html);
 }
 
 }  // namespace saccade

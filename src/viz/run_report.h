@@ -1,14 +1,13 @@
-// The run report: one self-contained HTML page per run folder, and one per multirun sweep.
+// The run report: one self-contained HTML page per run folder (a sweep's page: sweep_report.h).
 //
 //   write_run_report(run_dir);      // <run>/report.html from the files the run wrote
-//   write_sweep_report(sweep_dir);  // <sweep>/report.html comparing its jobs
 //
 // A page is built only from files in the folder (config.yaml, run.yaml, metrics.csv,
 // results/<split>_scores.json, samples/samples.json and its PNGs), so it can be rebuilt at any
 // time (`saccade report --run DIR`) and shows whatever exists so far: the trainer rewrites it
 // after every epoch. Everything is inline (SVG curves, PNGs as data: URIs, CSS); the page loads
 // nothing from anywhere and runs no script. Sections carry ids (summary, metrics, shapes,
-// curves, samples, config; jobs on a sweep page) so tools and tests can find them.
+// curves, samples, config) so tools and tests can find them.
 //
 // Files are written atomically. A malformed input file is a std::invalid_argument naming it.
 #pragma once
@@ -22,11 +21,6 @@ namespace saccade {
 // Writes <run_dir>/report.html. Throws std::runtime_error when run_dir has no config.yaml (it is
 // not a run folder) or the page cannot be written.
 void write_run_report(const std::filesystem::path& run_dir);
-
-// Writes <sweep_dir>/report.html: one row per job of multirun.yaml (its overrides, epochs, best
-// validation score, test scores, a link to its own report) and the validation curves of all jobs
-// in one chart. Throws std::runtime_error when sweep_dir has no multirun.yaml.
-void write_sweep_report(const std::filesystem::path& sweep_dir);
 
 // RFC 4648 base64 (with '=' padding), for embedding PNGs as data: URIs.
 std::string base64_encode(std::string_view bytes);

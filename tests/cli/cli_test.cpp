@@ -250,6 +250,19 @@ TEST(Cli, MultirunNumbersJobsWithFirstKeySlowest) {
   }
   EXPECT_NE(report.find("seed=2 runtime.threads=1</td><td>finished</td>"), std::string::npos) << report;
   EXPECT_NE(report.find("<tr class=\"best\">"), std::string::npos);
+  // The comparison: jobs alike but for their seed are one run, printed and written.
+  EXPECT_NE(result.out.find("Comparison ("), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("| runtime.threads=1 | 1, 2 |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("| runtime.threads=2 | 1, 2 |"), std::string::npos) << result.out;
+  const std::string csv = read_file(sweep / "comparison.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5) << csv;  // the header and four jobs
+  // Each job's test scores carry its model's parameters, as many as training reported.
+  const std::string scores = read_file(sweep / "0/results/test_scores.json");
+  const size_t key = scores.find("\"parameters\": ");
+  ASSERT_NE(key, std::string::npos) << scores;
+  const std::string parameters = scores.substr(key + 14, scores.find_first_of(",\n}", key) - key - 14);
+  EXPECT_NE(read_file(sweep / "0/train.log").find("; " + parameters + " parameters;"), std::string::npos)
+      << parameters;
 }
 
 }  // namespace

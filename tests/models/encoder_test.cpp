@@ -25,12 +25,6 @@ EncoderOptions options_for(const std::string& name, int64_t trainable_blocks = 0
   return options;
 }
 
-int64_t parameter_count(const torch::nn::Module& module) {
-  int64_t count = 0;
-  for (const auto& parameter : module.parameters()) count += parameter.numel();
-  return count;
-}
-
 std::vector<torch::nn::BatchNorm2dImpl*> batchnorms(torch::nn::Module& module) {
   std::vector<torch::nn::BatchNorm2dImpl*> found;
   for (const auto& child : module.modules(/*include_self=*/false)) {

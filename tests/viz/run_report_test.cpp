@@ -1,13 +1,18 @@
 // The run and sweep report pages: chart geometry and ticks worked by hand, base64 against RFC 4648,
-// page contents from a run folder built here, and the page as headless Chromium renders it.
+// page contents from a run folder built here, a sweep's comparison against means and standard
+// deviations worked by hand, and the page as headless Chromium renders it.
 #include "viz/run_report.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <vector>
 
+#include "base/text.h"
 #include "data/image_pipeline.h"
 #include "eval/split_results.h"
 #include "io/json.h"
@@ -15,6 +20,7 @@
 #include "test_util.h"
 #include "viz/sample_overlays.h"
 #include "viz/svg_chart.h"
+#include "viz/sweep_report.h"
 
 namespace saccade {
 namespace {
@@ -201,6 +207,97 @@ TEST(SweepReport, ComparesJobsAndMarksTheBest) {
   EXPECT_TRUE(contains(html, "data-name=\"#0 seed=1\""));
   EXPECT_TRUE(contains(html, "data-name=\"#1 seed=2\""));
   EXPECT_THROW(write_sweep_report(dir / "sweep/0"), std::runtime_error);
+}
+
+// A finished job of a compared sweep: its seed, training rates and test scores (shapes metrics
+// when `pointing` is given, with `relations` stated relations).
+void make_compared_job(
+    const std::filesystem::path& job,
+    int seed,
+    double bleu4,
+    const std::vector<double>& rates,
+    std::optional<double> pointing = std::nullopt,
+    int64_t relations = 0) {
+  write_file(job / "config.yaml", "seed: " + std::to_string(seed) + "\ntrain:\n  val_metric: bleu4\n");
+  {
+    MetricsCsv csv(job / "metrics.csv", {"kind", "epoch", "step", "images_per_s"});
+    for (size_t i = 0; i < rates.size(); ++i)
+      csv.write(
+          {{"kind", "train"},
+           {"epoch", "1"},
+           {"step", std::to_string(10 * (i + 1))},
+           {"images_per_s", MetricsCsv::number(rates[i])}});
+  }
+  SplitResults test{"test", "greedy", 3, {"7"}, {{"7", "a red square"}}, {}, {}};
+  test.scores.bleu = {0.9, 0.8, 0.7, bleu4};
+  test.scores.cider_d = 5.0;
+  if (pointing) {
+    ShapesScores shapes;
+    shapes.pointing_accuracy = pointing;
+    shapes.pointing_baseline = 0.07;
+    shapes.relations = relations;
+    test.shapes = shapes;
+  }
+  test.parameters = 847397;
+  write_split_results(job / "results", test);
+}
+
+TEST(SweepComparison, AveragesEachRunOverItsSeeds) {
+  TempDir dir;
+  const auto sweep = dir / "sweep";
+  write_file(
+      sweep / "multirun.yaml",
+      "command: train\nargv: [saccade, train, -m, experiment=a,b, seed=0,1]\n"
+      "jobs: [[experiment=a, seed=0, train.epochs=3], [experiment=a, seed=1, train.epochs=3],\n"
+      "       [experiment=b, seed=0, train.epochs=3], [experiment=b, seed=1, train.epochs=3]]\n");
+  // Medians of the rates: 110 and (90 + 126) / 2 = 108.
+  make_compared_job(sweep / "0", 0, 0.6, {100, 300, 110}, 0.7, 330);
+  make_compared_job(sweep / "1", 1, 0.7, {90, 126}, 0.8, 350);
+  make_compared_job(sweep / "2", 0, 0.5, {50});
+  write_file(sweep / "3/config.yaml", "seed: 1\n");  // started, not finished
+
+  const SweepComparison comparison = write_sweep_report(sweep);
+  // Columns no job has (content, recall, ...: null in the scores) are left out.
+  EXPECT_EQ(
+      comparison.header, (std::vector<std::string>{
+                             "run", "seeds", "BLEU-4", "CIDEr-D", "stated", "pointing", "random pointing",
+                             "train images/s", "parameters"}));
+  ASSERT_EQ(comparison.rows.size(), 2u);
+  // Means 0.65, 340, 0.75, 109; sample standard deviations sqrt(2 * 0.05^2) = 0.0707,
+  // sqrt(2 * 10^2) = 14.1, sqrt(2 * 1^2) = 1.41; equal values have none.
+  EXPECT_EQ(
+      comparison.rows[0], (std::vector<std::string>{
+                              "experiment=a", "0, 1", "0.650 ± 0.071", "5.00", "340 ± 14", "0.750 ± 0.071",
+                              "0.070", "109 ± 1", "847397"}));
+  EXPECT_EQ(
+      comparison.rows[1],
+      (std::vector<std::string>{"experiment=b", "0", "0.500", "5.00", "n/a", "n/a", "n/a", "50", "847397"}));
+  EXPECT_EQ(comparison.unfinished, (std::vector<int>{3}));
+  ASSERT_EQ(comparison.jobs.size(), 3u);
+  EXPECT_EQ(comparison.jobs[1][0], "1");
+  EXPECT_EQ(comparison.jobs[1][1], "experiment=a");
+  EXPECT_EQ(comparison.jobs[1][2], "1");
+  EXPECT_EQ(comparison.jobs[1][3], "0.7");  // bleu4, unrounded
+  EXPECT_EQ(comparison.jobs[1].size(), comparison.job_header.size());
+
+  const std::string markdown = read_file(sweep / "comparison.md");
+  EXPECT_EQ(markdown, comparison_markdown(comparison));
+  EXPECT_TRUE(contains(markdown, "| experiment=a | 0, 1 | 0.650 ± 0.071 | 5.00 |")) << markdown;
+  EXPECT_TRUE(contains(markdown, "| --- | --- | ---: |")) << markdown;
+  EXPECT_TRUE(contains(markdown, "Without test scores yet: #3.")) << markdown;
+  const std::string csv = read_file(sweep / "comparison.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4);  // the header and three finished jobs
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), join(comparison.job_header, ","));
+  EXPECT_TRUE(contains(csv, "\n2,experiment=b,0,0.5,5,")) << csv;
+  const std::string html = read_file(sweep / "report.html");
+  EXPECT_TRUE(contains(html, "<section id=\"comparison\">"));
+  EXPECT_TRUE(contains(html, "<td class=\"number\">340 ± 14</td>")) << html;
+  // The same sweep with only seeds swept is one run.
+  write_file(sweep / "multirun.yaml", "jobs: [[seed=0], [seed=1]]\n");
+  const SweepComparison seeds_only = compare_sweep(sweep);
+  ASSERT_EQ(seeds_only.rows.size(), 1u);
+  EXPECT_EQ(seeds_only.rows[0][0], "-");
+  EXPECT_EQ(seeds_only.rows[0][1], "0, 1");
 }
 
 // Runs headless Chromium on `page`: the DOM after loading into `dom`, a screenshot into

@@ -1,0 +1,59 @@
+// What the run page and the sweep page both read and draw: a run folder's files (config.yaml,
+// metrics.csv, results/<split>_scores.json) and the page's frame and number cells.
+//
+//   const std::optional<MetricsTable> metrics = report::read_metrics_if_any(run_dir);
+//   const auto val = report::rows_of_kind(*metrics, "val");
+//   const auto best = report::best_row(val, report::val_metric_of(run_dir));
+//
+// A malformed input file is a std::invalid_argument naming it.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/json.h"
+#include "io/metrics_csv.h"
+#include "viz/svg_chart.h"
+
+namespace saccade::report {
+
+using Row = std::map<std::string, std::string>;  // a metrics.csv row, column -> text
+
+YAML::Node read_yaml(const std::filesystem::path& path);
+
+// `value` with `decimals` digits after the point ("0.8330").
+std::string fixed(double value, int decimals = 4);
+
+// <!DOCTYPE html> up to and including <body>, with the pages' inline style.
+std::string html_page_start(const std::string& title);
+
+// A right-aligned table cell; "n/a" for a missing value.
+std::string number_cell(const std::optional<double>& value, int decimals = 4);
+
+// The validation metric that picks the best checkpoint, from the run's config (train.val_metric).
+std::string val_metric_of(const std::filesystem::path& run_dir);
+
+std::vector<Row> rows_of_kind(const MetricsTable& table, const std::string& kind);
+
+// The validation row with the highest `metric` (the first of equals, as the trainer keeps it).
+std::optional<Row> best_row(const std::vector<Row>& rows, const std::string& metric);
+
+std::optional<MetricsTable> read_metrics_if_any(const std::filesystem::path& run_dir);
+
+// results/<split>_scores.json files, by file name.
+std::vector<std::pair<std::string, Json>> read_split_scores(const std::filesystem::path& run_dir);
+
+// object[key] as a number; std::nullopt when it is absent or null.
+std::optional<double> json_number(const Json& object, const std::string& key);
+
+// The (x, y) points of the rows that have both columns.
+ChartSeries series_of(
+    const std::vector<Row>& rows, const std::string& x, const std::string& y, std::string name);
+
+}  // namespace saccade::report
