@@ -16,6 +16,7 @@
 #include "cli/launcher.h"
 #include "cli/runtime.h"
 #include "config/config.h"
+#include "decode/trained_run.h"
 #include "io/log.h"
 #include "io/run_folder.h"
 #include "viz/sweep_report.h"
@@ -206,6 +207,19 @@ std::filesystem::path agreed(ProcessGroup* group, const std::filesystem::path& p
   return group->all_gather(group->is_main() ? path.string() : "").front();
 }
 
+// The request a job's config is composed from. A command reading a trained run composes over
+// the run's group choices, as load_trained_run does, so that a key only those groups have is
+// known (decoder.maps_layer of a Transformer run).
+ComposeRequest job_request(const Invocation& invocation, const std::vector<std::string>& overrides) {
+  ComposeRequest request = invocation.request;
+  request.overrides = overrides;
+  if (invocation.command->composes_config && invocation.has_flag("--run")) {
+    const auto choices = run_choices(invocation.flag("--run"), invocation.request);
+    request.overrides.insert(request.overrides.begin(), choices.begin(), choices.end());
+  }
+  return request;
+}
+
 int run_jobs(const Parsed& parsed) {
   const Invocation& invocation = parsed.invocation;
   const Action action = parsed.action;
@@ -219,9 +233,7 @@ int run_jobs(const Parsed& parsed) {
   }
 
   if (action == Action::print_config || action == Action::print_defaults) {
-    ComposeRequest request = invocation.request;
-    request.overrides = job_overrides.front();
-    const Composition composition = compose(request);
+    const Composition composition = compose(job_request(invocation, job_overrides.front()));
     if (action == Action::print_config) {
       std::cout << composition.config.to_yaml(parsed.resolve_printed_config);
     } else {
@@ -245,9 +257,7 @@ int run_jobs(const Parsed& parsed) {
     job.invocation = &invocation;
     job.overrides = job_overrides[number];
     job.number = static_cast<int>(number);
-    ComposeRequest request = invocation.request;
-    request.overrides = job.overrides;
-    job.composition = compose(request);
+    job.composition = compose(job_request(invocation, job.overrides));
     const Config& config = job.composition.config;
     const RuntimeOptions runtime = runtime_options_from(config);
     validate(runtime);

@@ -24,29 +24,6 @@ YAML::Node read_yaml(const std::filesystem::path& path) {
   }
 }
 
-// The group options the run chose (run.yaml's `choices`) as group overrides, for the groups of
-// today's defaults list whose folder still has that option; the experiment is left out, as its
-// values are in the saved config.
-std::vector<std::string> run_choices(const std::filesystem::path& run_dir, const ComposeRequest& today) {
-  std::vector<std::string> overrides;
-  const auto record = run_dir / "run.yaml";
-  if (!std::filesystem::exists(record)) return overrides;
-  const YAML::Node choices = read_yaml(record)["choices"];
-  const Composition defaults = compose({today.config_dir, today.config_name, {}});
-  for (const auto& [group, default_option] : defaults.choices) {
-    const YAML::Node chosen = choices.IsMap() ? choices[group] : YAML::Node();
-    if (group == "experiment" || !chosen || !chosen.IsScalar()) continue;
-    const auto options = group_options(today.config_dir, group);
-    if (std::find(options.begin(), options.end(), chosen.Scalar()) != options.end()) {
-      overrides.push_back(group + "=" + chosen.Scalar());
-    } else {
-      log::warn() << record.string() << ": the run chose " << group << "=" << chosen.Scalar() << ", which "
-                  << today.config_dir.string() << " no longer has; today's default is used";
-    }
-  }
-  return overrides;
-}
-
 // Today's defaults with the run's choices, the saved config over them, the caller's overrides.
 Config composed_over_today(
     const std::filesystem::path& run_dir,
@@ -66,6 +43,26 @@ Config composed_over_today(
 }
 
 }  // namespace
+
+std::vector<std::string> run_choices(const std::filesystem::path& run_dir, const ComposeRequest& today) {
+  std::vector<std::string> overrides;
+  const auto record = run_dir / "run.yaml";
+  if (!std::filesystem::exists(record)) return overrides;
+  const YAML::Node choices = read_yaml(record)["choices"];
+  const Composition defaults = compose({today.config_dir, today.config_name, {}});
+  for (const auto& [group, default_option] : defaults.choices) {
+    const YAML::Node chosen = choices.IsMap() ? choices[group] : YAML::Node();
+    if (group == "experiment" || !chosen || !chosen.IsScalar()) continue;
+    const auto options = group_options(today.config_dir, group);
+    if (std::find(options.begin(), options.end(), chosen.Scalar()) != options.end()) {
+      overrides.push_back(group + "=" + chosen.Scalar());
+    } else {
+      log::warn() << record.string() << ": the run chose " << group << "=" << chosen.Scalar() << ", which "
+                  << today.config_dir.string() << " no longer has; today's default is used";
+    }
+  }
+  return overrides;
+}
 
 TrainedRun load_trained_run(
     const std::filesystem::path& run_dir, const ComposeRequest& today, const Placement& placement) {

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "data/prepare.h"
@@ -37,6 +39,12 @@ struct TrainedRun {
   DatasetOptions dataset;            // the run's data; dataset.image is how the model saw images
   SearchOptions search;              // decode.* of `config`
 };
+
+// The group options the run chose (its run.yaml's `choices`) as overrides of today's groups
+// ("decoder=transformer"), for the groups whose folder still has that option (a warning names one
+// that does not); the experiment is left out, as its values are in the saved config. None for a
+// run without run.yaml.
+std::vector<std::string> run_choices(const std::filesystem::path& run_dir, const ComposeRequest& today);
 
 // Loads `run_dir`/checkpoints/best onto `placement` (this process's runtime.device and
 // runtime.precision, not the ones the run trained with). `today` names the config folder, primary

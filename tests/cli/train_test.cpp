@@ -278,6 +278,18 @@ TEST(Train, TransformerDecoderTrainsResumesExactlyDecodesAndRefusesAnLstmConfig)
       << lstm.err;
   const std::string error = lstm.err.substr(lstm.err.find("saccade: error:"));
   EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << lstm.err;
+  // A key only the run's decoder group has (today's default decoder is the LSTM) is known, and read.
+  const auto eval_with = [&](const std::string& override) {
+    return run_saccade(
+        {"eval", "-cp", configs().string(), "--run", run.string(), "decode.method=greedy", override},
+        work.path());
+  };
+  const auto first_layer = eval_with("decoder.maps_layer=0");
+  EXPECT_EQ(first_layer.exit_code, 0) << first_layer.err;
+  const auto no_such_layer = eval_with("decoder.maps_layer=1");
+  EXPECT_NE(no_such_layer.exit_code, 0);
+  EXPECT_NE(no_such_layer.err.find("decoder.maps_layer=1 is not a layer"), std::string::npos)
+      << no_such_layer.err;
 
   const auto three_heads = train_smoke(work.path(), {"decoder=transformer", "decoder.heads=3"});
   EXPECT_EQ(three_heads.exit_code, 2);
