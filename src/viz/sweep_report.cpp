@@ -220,6 +220,57 @@ SweepComparison compare_jobs(const std::vector<SweepJob>& sweep_jobs) {
   return comparison;
 }
 
+struct JobSummary {
+  std::string swept, status, epochs, val_metric;
+  std::optional<double> best;
+  std::string best_epoch;
+  std::optional<double> test_bleu4, test_cider;
+  bool has_report = false;
+};
+
+// The command line, start time and job count, from multirun.yaml.
+std::string summary_section(const fs::path& sweep_dir, size_t job_count) {
+  const YAML::Node record = read_yaml(sweep_dir / "multirun.yaml");
+  std::string html = "<section id=\"summary\">\n<dl><dt>command</dt><dd>" +
+                     xml_escape(join(record["argv"].as<std::vector<std::string>>(), " ")) + "</dd>";
+  if (record["started"])
+    html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
+  return html + "<dt>jobs</dt><dd>" + std::to_string(job_count) + "</dd></dl>\n</section>\n";
+}
+
+// One row per job, the best one (on `chart_metric`, the first job's validation metric) marked.
+std::string jobs_section(const std::vector<JobSummary>& jobs, const std::string& chart_metric) {
+  // The best job: the highest best validation score (jobs compared on the first job's metric).
+  std::optional<size_t> best_job;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].best && jobs[i].val_metric == chart_metric &&
+        (!best_job || *jobs[i].best > *jobs[*best_job].best))
+      best_job = i;
+  }
+  std::string html =
+      "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>swept values</th><th>status</th>"
+      "<th>epochs</th><th>best validation</th><th>at epoch</th><th>test BLEU-4</th><th>test "
+      "CIDEr-D</th></tr>\n";
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobSummary& job = jobs[i];
+    const std::string name = "#" + std::to_string(i);
+    html +=
+        std::string("<tr") + (best_job == i ? " class=\"best\"" : "") + "><td>" +
+        (job.has_report ? "<a href=\"" + std::to_string(i) + "/report.html\">" + name + "</a>" : name) +
+        "</td><td>" + xml_escape(job.swept) + "</td><td>" + job.status + "</td><td class=\"number\">" +
+        job.epochs + "</td>" +
+        (job.best ? "<td class=\"number\">" + xml_escape(job.val_metric) + " " + fixed(*job.best) + "</td>"
+                  : std::string("<td></td>")) +
+        "<td class=\"number\">" + job.best_epoch + "</td>" + number_cell(job.test_bleu4) +
+        number_cell(job.test_cider) + "</tr>\n";
+  }
+  html += "</table>\n";
+  if (best_job)
+    html +=
+        "<p>Best job: #" + std::to_string(*best_job) + " (" + xml_escape(jobs[*best_job].swept) + ")</p>\n";
+  return html + "</section>\n";
+}
+
 }  // namespace
 
 std::vector<SweepJob> read_sweep_jobs(const fs::path& sweep_dir) {
@@ -274,22 +325,9 @@ std::string comparison_markdown(const SweepComparison& comparison) {
 
 SweepComparison write_sweep_report(const fs::path& sweep_dir) {
   const std::vector<SweepJob> sweep_jobs = read_sweep_jobs(sweep_dir);
-  const YAML::Node record = read_yaml(sweep_dir / "multirun.yaml");
   const std::string title = "saccade sweep " + sweep_dir.lexically_normal().string();
   std::string html = report::html_page_start(title) + "<h1>" + xml_escape(title) + "</h1>\n";
-  html += "<section id=\"summary\">\n<dl><dt>command</dt><dd>" +
-          xml_escape(join(record["argv"].as<std::vector<std::string>>(), " ")) + "</dd>";
-  if (record["started"])
-    html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
-  html += "<dt>jobs</dt><dd>" + std::to_string(sweep_jobs.size()) + "</dd></dl>\n</section>\n";
-
-  struct JobSummary {
-    std::string swept, status, epochs, val_metric;
-    std::optional<double> best;
-    std::string best_epoch;
-    std::optional<double> test_bleu4, test_cider;
-    bool has_report = false;
-  };
+  html += summary_section(sweep_dir, sweep_jobs.size());
   std::vector<JobSummary> jobs;
   std::vector<ChartSeries> curves;
   std::string chart_metric;
@@ -322,35 +360,7 @@ SweepComparison write_sweep_report(const fs::path& sweep_dir) {
     }
     jobs.push_back(job);
   }
-  // The best job: the highest best validation score (jobs compared on the first job's metric).
-  std::optional<size_t> best_job;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (jobs[i].best && jobs[i].val_metric == chart_metric &&
-        (!best_job || *jobs[i].best > *jobs[*best_job].best))
-      best_job = i;
-  }
-  html +=
-      "<section id=\"jobs\">\n<h2>Jobs</h2>\n<table>\n<tr><th>job</th><th>swept values</th><th>status</th>"
-      "<th>epochs</th><th>best validation</th><th>at epoch</th><th>test BLEU-4</th><th>test "
-      "CIDEr-D</th></tr>\n";
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const JobSummary& job = jobs[i];
-    const std::string name = "#" + std::to_string(i);
-    html +=
-        std::string("<tr") + (best_job == i ? " class=\"best\"" : "") + "><td>" +
-        (job.has_report ? "<a href=\"" + std::to_string(i) + "/report.html\">" + name + "</a>" : name) +
-        "</td><td>" + xml_escape(job.swept) + "</td><td>" + job.status + "</td><td class=\"number\">" +
-        job.epochs + "</td>" +
-        (job.best ? "<td class=\"number\">" + xml_escape(job.val_metric) + " " + fixed(*job.best) + "</td>"
-                  : std::string("<td></td>")) +
-        "<td class=\"number\">" + job.best_epoch + "</td>" + number_cell(job.test_bleu4) +
-        number_cell(job.test_cider) + "</tr>\n";
-  }
-  html += "</table>\n";
-  if (best_job)
-    html +=
-        "<p>Best job: #" + std::to_string(*best_job) + " (" + xml_escape(jobs[*best_job].swept) + ")</p>\n";
-  html += "</section>\n";
+  html += jobs_section(jobs, chart_metric);
   const SweepComparison comparison = compare_jobs(sweep_jobs);
   html += comparison_section(comparison);
   html += "<section id=\"curves\">\n<h2>Curves</h2>\n<div class=\"charts\">\n";
