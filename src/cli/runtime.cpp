@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/log.h"
+#include "kernels/few_rows_linear.h"
 
 extern "C" char* openblas_get_corename(void);  // OpenBLAS is linked first (src/cli/CMakeLists.txt)
 extern "C" void openblas_set_num_threads(int threads);
@@ -105,7 +106,8 @@ std::string runtime_environment() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   return std::string("OMP_WAIT_POLICY=") + (policy ? policy : "(unset)") +
-         " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)") + ", OpenBLAS core " + openblas_get_corename();
+         " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)") + ", OpenBLAS core " + openblas_get_corename() +
+         ", saccade's products on " + to_string(best_kernel_isa());
 }
 
 }  // namespace saccade::cli

@@ -42,9 +42,10 @@ void choose_openmp_waiting(char** argv, bool brief_spin);
 // in the process for reuse (no trimming; mmap only above 32 MiB, glibc's largest threshold).
 void keep_freed_memory_for_reuse();
 
-// "OMP_WAIT_POLICY=... GOMP_SPINCOUNT=..., OpenBLAS core ..." as this process runs, for benchmark
-// printouts. OpenBLAS picks its kernels for the CPU unless OPENBLAS_CORETYPE names some (a
-// "Haswell" core runs AVX2 kernels even where the CPU has AVX-512).
+// "OMP_WAIT_POLICY=... GOMP_SPINCOUNT=..., OpenBLAS core ..., saccade's products on AVX2" as this
+// process runs, for benchmark printouts. OpenBLAS picks its kernels for the CPU unless
+// OPENBLAS_CORETYPE names some (a "Haswell" core runs AVX2 kernels even where the CPU has
+// AVX-512); saccade's hand-written products (kernels/) pick AVX-512, AVX2 or none.
 std::string runtime_environment();
 
 }  // namespace saccade::cli

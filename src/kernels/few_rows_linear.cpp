@@ -127,14 +127,14 @@ __attribute__((target("avx512f"))) void few_rows_kernel_avx512(
 using Kernel = void (*)(
     const float*, int64_t, const float*, int64_t, int64_t, int64_t, int64_t, const float*, float*, int64_t);
 
-Kernel kernel_for(FewRowsIsa isa, int64_t rows) {
+Kernel kernel_for(KernelIsa isa, int64_t rows) {
   static const Kernel avx2_kernels[kFewRows] = {few_rows_kernel_avx2<1>, few_rows_kernel_avx2<2>,
                                                 few_rows_kernel_avx2<3>, few_rows_kernel_avx2<4>,
                                                 few_rows_kernel_avx2<5>, few_rows_kernel_avx2<6>};
   static const Kernel avx512_kernels[kFewRows] = {few_rows_kernel_avx512<1>, few_rows_kernel_avx512<2>,
                                                   few_rows_kernel_avx512<3>, few_rows_kernel_avx512<4>,
                                                   few_rows_kernel_avx512<5>, few_rows_kernel_avx512<6>};
-  return (isa == FewRowsIsa::avx512 ? avx512_kernels : avx2_kernels)[rows - 1];
+  return (isa == KernelIsa::avx512 ? avx512_kernels : avx2_kernels)[rows - 1];
 }
 
 #endif
@@ -158,26 +158,42 @@ bool takes_cpu_kernels(const torch::Tensor& t, bool doubles_too) {
          (t.scalar_type() == torch::kFloat || (doubles_too && t.scalar_type() == torch::kDouble));
 }
 
-FewRowsIsa best_few_rows_isa() {
+KernelIsa best_kernel_isa() {
 #if defined(__x86_64__)
-  static const FewRowsIsa isa = __builtin_cpu_supports("avx512f") ? FewRowsIsa::avx512
-                                : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-                                    ? FewRowsIsa::avx2
-                                    : FewRowsIsa::none;
+  static const KernelIsa isa = __builtin_cpu_supports("avx512f") ? KernelIsa::avx512
+                               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                                   ? KernelIsa::avx2
+                                   : KernelIsa::none;
   return isa;
 #else
-  return FewRowsIsa::none;
+  return KernelIsa::none;
 #endif
+}
+
+std::vector<KernelIsa> supported_kernel_isas() {
+  switch (best_kernel_isa()) {
+    case KernelIsa::avx512:
+      return {KernelIsa::avx2, KernelIsa::avx512};
+    case KernelIsa::avx2:
+      return {KernelIsa::avx2};
+    case KernelIsa::none:
+      break;
+  }
+  return {};
+}
+
+const char* to_string(KernelIsa isa) {
+  return isa == KernelIsa::avx512 ? "AVX-512" : isa == KernelIsa::avx2 ? "AVX2" : "none";
 }
 
 torch::Tensor few_rows_linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  return few_rows_linear(best_few_rows_isa(), x, weight, bias);
+  return few_rows_linear(best_kernel_isa(), x, weight, bias);
 }
 
 torch::Tensor few_rows_linear(
-    FewRowsIsa isa, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (isa == FewRowsIsa::none || !takes_fast_path(x, weight, bias))
+    KernelIsa isa, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (isa == KernelIsa::none || !takes_fast_path(x, weight, bias))
     return torch::nn::functional::linear(x, weight, bias);
 #if defined(__x86_64__)
   RECORD_FUNCTION("saccade::few_rows_linear", std::vector<c10::IValue>({x, weight}));  // named in profiles

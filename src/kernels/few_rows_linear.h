@@ -16,6 +16,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace saccade {
 
@@ -36,17 +37,24 @@ bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, 
 // among them, goes to the plain LibTorch ops, which give the same results within tolerance.
 bool takes_cpu_kernels(const torch::Tensor& t, bool doubles_too = false);
 
-// The instruction sets the kernel is written for; none = always torch::linear.
-enum class FewRowsIsa { none, avx2, avx512 };
+// The instruction sets the hand-written products (here and packed_linear.h) are written for;
+// none = always torch::linear.
+enum class KernelIsa { none, avx2, avx512 };
 
-// The best kernel this CPU runs: avx512 (AVX-512F), avx2 (AVX2 and FMA) or none.
-FewRowsIsa best_few_rows_isa();
+// The best this CPU runs: avx512 (AVX-512F), avx2 (AVX2 and FMA) or none.
+KernelIsa best_kernel_isa();
+
+// Every kernel this CPU runs, best last: {avx2, avx512}, {avx2} or {} (the tests run each).
+std::vector<KernelIsa> supported_kernel_isas();
+
+// "AVX-512", "AVX2" or "none", as the benches print it.
+const char* to_string(KernelIsa isa);
 
 torch::Tensor few_rows_linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
 // The same with a chosen kernel (tests run each one the CPU supports); `isa` must be supported.
 torch::Tensor few_rows_linear(
-    FewRowsIsa isa, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+    KernelIsa isa, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
 }  // namespace saccade

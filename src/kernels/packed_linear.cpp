@@ -1,5 +1,5 @@
-// PackedWeight: an AVX-512 kernel over weights packed in k-major panels; PackedWeights: the
-// per-product choice between it, few_rows_linear and torch::linear.
+// PackedWeight: AVX-512 and AVX2 kernels over weights packed in k-major panels; PackedWeights:
+// the per-product choice between them, few_rows_linear and torch::linear.
 #include "kernels/packed_linear.h"
 
 #include <ATen/Parallel.h>
@@ -58,6 +58,8 @@ __attribute__((target("avx512f"))) void panel_kernel(
   const __mmask16 high = columns >= 32  ? 0xFFFF
                          : columns > 16 ? static_cast<__mmask16>((1u << (columns - 16)) - 1)
                                         : 0;
+  // Unrolled too: a loop indexing acc would keep the accumulators in memory, stored every step.
+#pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     float* row = y + r * y_stride;
     __m512 a = acc[r][0], b = acc[r][1];
@@ -74,15 +76,94 @@ __attribute__((target("avx512f"))) void panel_kernel(
   }
 }
 
+// AVX2 has 16 registers of 8 floats: a block of R <= kAvx2Rows rows by half a panel (two
+// vectors) keeps 2R accumulators, two W vectors and a broadcast in them. Same arguments as
+// panel_kernel, with w and y at the half's first column, `columns` in 0 .. 16 and x's rows
+// kBlockRows apart.
+constexpr int kAvx2Rows = 6;
+
+template <int R>
+__attribute__((target("avx2,fma"))) void half_panel_kernel_avx2(
+    int64_t depth,
+    const float* x,
+    const float* w,
+    float* y,
+    int64_t y_stride,
+    int64_t columns,
+    bool accumulate,
+    const float* bias) {
+  __m256 acc[R][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < depth; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(w + k * kPanelWidth);
+    const __m256 w1 = _mm256_loadu_ps(w + k * kPanelWidth + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      const __m256 v = _mm256_broadcast_ss(x + k * kBlockRows + r);
+      acc[r][0] = _mm256_fmadd_ps(v, w0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(v, w1, acc[r][1]);
+    }
+  }
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(columns)), lanes);
+  const __m256i high = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(columns) - 8), lanes);
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
+    float* row = y + r * y_stride;
+    __m256 a = acc[r][0], b = acc[r][1];
+    if (accumulate) {
+      a = _mm256_add_ps(a, _mm256_maskload_ps(row, low));
+      b = _mm256_add_ps(b, _mm256_maskload_ps(row + 8, high));
+    }
+    if (bias != nullptr) {
+      a = _mm256_add_ps(a, _mm256_maskload_ps(bias, low));
+      b = _mm256_add_ps(b, _mm256_maskload_ps(bias + 8, high));
+    }
+    _mm256_maskstore_ps(row, low, a);
+    _mm256_maskstore_ps(row + 8, high, b);
+  }
+}
+
+// panel_kernel for AVX2: the panel in two halves of 16 columns, each in blocks of up to
+// kAvx2Rows rows.
+template <int R>
+void panel_kernel_avx2(
+    int64_t depth,
+    const float* x,
+    const float* w,
+    float* y,
+    int64_t y_stride,
+    int64_t columns,
+    bool accumulate,
+    const float* bias) {
+  constexpr int kFirst = R < kAvx2Rows ? R : kAvx2Rows;
+  for (int64_t half = 0; half < 2 && columns > 16 * half; ++half) {
+    const int64_t offset = 16 * half, half_columns = std::min<int64_t>(16, columns - offset);
+    const float* half_bias = bias != nullptr ? bias + offset : nullptr;
+    half_panel_kernel_avx2<kFirst>(
+        depth, x, w + offset, y + offset, y_stride, half_columns, accumulate, half_bias);
+    if constexpr (R > kAvx2Rows) {
+      half_panel_kernel_avx2<R - kAvx2Rows>(
+          depth, x + kAvx2Rows, w + offset, y + kAvx2Rows * y_stride + offset, y_stride, half_columns,
+          accumulate, half_bias);
+    }
+  }
+}
+
 using PanelKernel =
     void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, const float*);
 
-PanelKernel panel_kernel_for(int64_t rows) {
-  static const PanelKernel kernels[kBlockRows] = {panel_kernel<1>,  panel_kernel<2>,  panel_kernel<3>,
-                                                  panel_kernel<4>,  panel_kernel<5>,  panel_kernel<6>,
-                                                  panel_kernel<7>,  panel_kernel<8>,  panel_kernel<9>,
-                                                  panel_kernel<10>, panel_kernel<11>, panel_kernel<12>};
-  return kernels[rows - 1];
+PanelKernel panel_kernel_for(KernelIsa isa, int64_t rows) {
+  static const PanelKernel avx512[kBlockRows] = {panel_kernel<1>,  panel_kernel<2>,  panel_kernel<3>,
+                                                 panel_kernel<4>,  panel_kernel<5>,  panel_kernel<6>,
+                                                 panel_kernel<7>,  panel_kernel<8>,  panel_kernel<9>,
+                                                 panel_kernel<10>, panel_kernel<11>, panel_kernel<12>};
+  static const PanelKernel avx2[kBlockRows] = {
+      panel_kernel_avx2<1>, panel_kernel_avx2<2>,  panel_kernel_avx2<3>,  panel_kernel_avx2<4>,
+      panel_kernel_avx2<5>, panel_kernel_avx2<6>,  panel_kernel_avx2<7>,  panel_kernel_avx2<8>,
+      panel_kernel_avx2<9>, panel_kernel_avx2<10>, panel_kernel_avx2<11>, panel_kernel_avx2<12>};
+  return (isa == KernelIsa::avx512 ? avx512 : avx2)[rows - 1];
 }
 
 #endif
@@ -107,20 +188,22 @@ PackedWeight::PackedWeight(const torch::Tensor& weight, const torch::Tensor& bia
 }
 
 bool PackedWeight::supported() {
-#if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  return avx512;
-#else
-  return false;
-#endif
+  return best_kernel_isa() != KernelIsa::none;
 }
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x) const {
+  return linear(best_kernel_isa(), x);
+}
+
+torch::Tensor PackedWeight::linear(KernelIsa isa, const torch::Tensor& x) const {
   if (x.dim() != 2 || x.size(1) != in_features_ || !takes_cpu_kernels(x)) {
     throw std::invalid_argument(
         "PackedWeight of " + std::to_string(in_features_) + " inputs got x " + c10::str(x.sizes()));
   }
-  if (!supported()) throw std::logic_error("PackedWeight::linear needs AVX-512F");
+  if (isa == KernelIsa::none || (isa == KernelIsa::avx512 && best_kernel_isa() != KernelIsa::avx512)) {
+    throw std::logic_error(
+        std::string("PackedWeight::linear: this CPU does not run the ") + to_string(isa) + " kernel");
+  }
 #if defined(__x86_64__)
   RECORD_FUNCTION("saccade::packed_linear", std::vector<c10::IValue>({x}));  // named in profiles
   const auto rows = x.contiguous();
@@ -152,7 +235,7 @@ torch::Tensor PackedWeight::linear(const torch::Tensor& x) const {
         const int64_t depth = std::min(kDepth, K - k);
         const float* bias = b_data != nullptr && k + depth == K ? b_data + column : nullptr;
         for (int64_t block = 0; block < blocks; ++block) {
-          panel_kernel_for(std::min(kBlockRows, chunk_rows - block * kBlockRows))(
+          panel_kernel_for(isa, std::min(kBlockRows, chunk_rows - block * kBlockRows))(
               depth, packed_x.data() + (block * K + k) * kBlockRows, w_data + (panel * K + k) * kPanelWidth,
               y_data + (chunk + block * kBlockRows) * N + column, N, columns, k > 0, bias);
         }

@@ -1,16 +1,17 @@
 // y = x W^T + b for inference with more rows than few_rows_linear takes (a batch of images or
-// beams per decoding step), from weights packed once for an AVX-512 kernel.
+// beams per decoding step), from weights packed once for an AVX-512 or an AVX2 kernel.
 //
 //   PackedWeights packed;                                  // one per set of weights; copies share it
 //   for (t ...) logits = packed.linear(h, out->weight, out->bias);   // [32, 512] -> [32, 10000]
 //
-// PackedWeight stores W as panels of kPanelWidth output columns, k-major, so the kernel keeps a
-// kBlockRows x kPanelWidth block of y in 24 AVX-512 registers, reads two vectors of W and
-// broadcasts kBlockRows values of x per step of k. BLAS libraries repack W at every call, which
-// costs as much as the product when x has a few dozen rows; and Debian's OpenBLAS runs its AVX2
-// kernels on CPUs it does not know or when OPENBLAS_CORETYPE pins them. Sums run in another
-// order than BLAS's, so results differ from torch::linear by rounding (relative ~1e-6),
-// deterministically and independently of the thread count.
+// PackedWeight stores W as panels of kPanelWidth output columns, k-major, so the AVX-512 kernel
+// keeps a kBlockRows x kPanelWidth block of y in 24 registers, reads two vectors of W and
+// broadcasts kBlockRows values of x per step of k; the AVX2 kernel, with half the registers of
+// half the width, takes the block as 6 rows by 16 columns at a time. BLAS libraries repack W at every call,
+// which costs as much as the product when x has a few dozen rows; and Debian's OpenBLAS runs its AVX2 kernels
+// on CPUs it does not know or when OPENBLAS_CORETYPE pins them. Sums run in another order than BLAS's, so
+// results differ from torch::linear by rounding (relative ~1e-6), deterministically and independently of the
+// thread count.
 //
 // Shapes: x [M, K], weight [N, K] (any strides), bias [N] or undefined -> [M, N].
 #pragma once
@@ -21,6 +22,8 @@
 #include <map>
 #include <memory>
 #include <tuple>
+
+#include "kernels/few_rows_linear.h"
 
 namespace saccade {
 
@@ -35,11 +38,14 @@ class PackedWeight {
  public:
   PackedWeight(const torch::Tensor& weight, const torch::Tensor& bias = {});
 
-  // True when the CPU (and the OS) run AVX-512F; otherwise linear() must not be called.
+  // True when the CPU (and the OS) run AVX-512F, or AVX2 and FMA; otherwise linear() must not
+  // be called.
   static bool supported();
 
-  // x [M, K] float32 on the CPU -> x W^T + b [M, N]. No autograd.
+  // x [M, K] float32 on the CPU -> x W^T + b [M, N] by the best kernel the CPU runs. No autograd.
   torch::Tensor linear(const torch::Tensor& x) const;
+  // The same by a chosen kernel (tests run each one the CPU supports); `isa` must be supported.
+  torch::Tensor linear(KernelIsa isa, const torch::Tensor& x) const;
 
   int64_t out_features() const { return out_features_; }
   int64_t in_features() const { return in_features_; }
@@ -56,7 +62,7 @@ class PackedWeight {
 class PackedWeights {
  public:
   // y = x W^T + b by the fastest route for x: few_rows_linear up to kMaxRows rows; the packed
-  // kernel for more rows of float32 on a CPU with AVX-512 when no gradient is needed;
+  // kernel for more rows of float32 on a CPU with AVX-512 or AVX2 when no gradient is needed;
   // torch::linear otherwise.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 

@@ -9,19 +9,8 @@
 namespace saccade {
 namespace {
 
-std::vector<FewRowsIsa> supported_kernels() {
-  std::vector<FewRowsIsa> kernels;
-  if (best_few_rows_isa() == FewRowsIsa::avx512) kernels = {FewRowsIsa::avx2, FewRowsIsa::avx512};
-  if (best_few_rows_isa() == FewRowsIsa::avx2) kernels = {FewRowsIsa::avx2};
-  return kernels;
-}
-
-const char* name(FewRowsIsa isa) {
-  return isa == FewRowsIsa::avx512 ? "avx512" : "avx2";
-}
-
 TEST(FewRowsLinear, MatchesBlasForEveryShapeItTakes) {
-  if (supported_kernels().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  if (supported_kernel_isas().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   // K: a multiple of 16, a multiple of 8 only, neither; N: odd, and less than one 4-row block.
@@ -34,12 +23,12 @@ TEST(FewRowsLinear, MatchesBlasForEveryShapeItTakes) {
       const auto reference = torch::nn::functional::linear(
           x.to(torch::kDouble), weight.to(torch::kDouble),
           bias.to(torch::kDouble));  // [M, N]
-      for (const FewRowsIsa isa : supported_kernels()) {
+      for (const KernelIsa isa : supported_kernel_isas()) {
         const auto y = few_rows_linear(isa, x, weight, bias);
         ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
         const double error = (y.to(torch::kDouble) - reference).abs().max().item<double>();
         EXPECT_LT(error, 1e-4 * std::sqrt(static_cast<double>(K)))
-            << name(isa) << " M=" << M << " N=" << N << " K=" << K;
+            << to_string(isa) << " M=" << M << " N=" << N << " K=" << K;
         const auto no_bias = few_rows_linear(isa, x, weight);
         EXPECT_LT(
             (no_bias.to(torch::kDouble) - (reference - bias.to(torch::kDouble))).abs().max().item<double>(),
@@ -50,7 +39,7 @@ TEST(FewRowsLinear, MatchesBlasForEveryShapeItTakes) {
 }
 
 TEST(FewRowsLinear, ReadsABlockOfColumnsOfAWiderWeight) {
-  if (supported_kernels().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  if (supported_kernel_isas().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   torch::NoGradGuard no_grad;
   // An LSTM input weight [4H, E + D] multiplies the context with its columns E .. E + D: row
   // stride E + D, not D.
@@ -58,7 +47,7 @@ TEST(FewRowsLinear, ReadsABlockOfColumnsOfAWiderWeight) {
   const auto block = full.narrow(1, 24, 40);  // [48, 40], stride (64, 1)
   const auto x = torch::randn({5, 40});
   const auto reference = torch::mm(x.to(torch::kDouble), block.t().to(torch::kDouble));
-  for (const FewRowsIsa isa : supported_kernels())
+  for (const KernelIsa isa : supported_kernel_isas())
     EXPECT_LT(
         (few_rows_linear(isa, x, block).to(torch::kDouble) - reference).abs().max().item<double>(), 1e-4);
 }

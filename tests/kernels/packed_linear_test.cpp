@@ -1,6 +1,7 @@
-// PackedWeight against a double-precision product: row counts across blocks and chunks, widths
-// across panels, depths across passes, strided weights, with and without bias; the same bits for
-// any thread count; and PackedWeights' choice of route and reuse of its packs.
+// PackedWeight against a double-precision product, for every kernel this CPU runs (AVX-512,
+// AVX2): row counts across blocks and chunks, widths across panels and half panels, depths across
+// passes, strided weights, with and without bias; the same bits for any thread count; and
+// PackedWeights' choice of route and reuse of its packs.
 #include "kernels/packed_linear.h"
 
 #include <ATen/Parallel.h>
@@ -34,44 +35,52 @@ class ThreadCount {
 };
 
 TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
-  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
-  // M: one partial block, two full blocks, a ragged block, two chunks (16 blocks of 12 each);
-  // N: one column, a panel less one, a panel plus one, several panels; K: one, odd, more than a
-  // pass (256), two passes plus one.
-  for (const int64_t M : {13, 24, 31, 200}) {
-    for (const int64_t N : {1, 31, 33, 100}) {
-      for (const int64_t K : {1, 7, 300, 513}) {
-        const auto weight = torch::randn({N, K});
-        const auto bias = torch::randn({N});
-        const auto x = torch::randn({M, K});
-        const double tolerance = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
-        const auto y = PackedWeight(weight, bias).linear(x);
-        ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
-        EXPECT_LT(max_error(y, reference_linear(x, weight, bias)), tolerance)
-            << "M=" << M << " N=" << N << " K=" << K;
-        EXPECT_LT(max_error(PackedWeight(weight).linear(x), reference_linear(x, weight, {})), tolerance)
-            << "no bias, M=" << M << " N=" << N << " K=" << K;
+  // M: one partial block, two full blocks, a ragged block (the AVX2 kernel's second half-block
+  // short), two chunks (16 blocks of 12 each); N: one column, less than half a panel, half a panel
+  // plus one, a panel less one, a panel plus one, several panels; K: one, odd, more than a pass
+  // (256), two passes plus one.
+  for (const KernelIsa isa : supported_kernel_isas()) {
+    for (const int64_t M : {3, 13, 24, 31, 200}) {
+      for (const int64_t N : {1, 9, 17, 31, 33, 100}) {
+        for (const int64_t K : {1, 7, 300, 513}) {
+          const auto weight = torch::randn({N, K});
+          const auto bias = torch::randn({N});
+          const auto x = torch::randn({M, K});
+          const double tolerance = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
+          const auto y = PackedWeight(weight, bias).linear(isa, x);
+          ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+          EXPECT_LT(max_error(y, reference_linear(x, weight, bias)), tolerance)
+              << to_string(isa) << " M=" << M << " N=" << N << " K=" << K;
+          EXPECT_LT(
+              max_error(PackedWeight(weight).linear(isa, x), reference_linear(x, weight, {})), tolerance)
+              << to_string(isa) << " no bias, M=" << M << " N=" << N << " K=" << K;
+        }
       }
     }
   }
 }
 
 TEST(PackedLinear, PacksStridedWeightViews) {
-  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   torch::NoGradGuard no_grad;
   torch::manual_seed(1);
   const auto x = torch::randn({40, 70});
   // An LSTM input weight's block of columns (row stride wider than K) and a transposed view.
   const auto block = torch::randn({50, 30 + 70}).narrow(1, 30, 70);  // [50, 70], strides (100, 1)
   const auto transposed = torch::randn({70, 50}).t();                // [50, 70], strides (1, 50)
-  EXPECT_LT(max_error(PackedWeight(block).linear(x), reference_linear(x, block, {})), 1e-4);
-  EXPECT_LT(max_error(PackedWeight(transposed).linear(x), reference_linear(x, transposed, {})), 1e-4);
+  for (const KernelIsa isa : supported_kernel_isas()) {
+    EXPECT_LT(max_error(PackedWeight(block).linear(isa, x), reference_linear(x, block, {})), 1e-4)
+        << to_string(isa);
+    EXPECT_LT(max_error(PackedWeight(transposed).linear(isa, x), reference_linear(x, transposed, {})), 1e-4)
+        << to_string(isa);
+  }
 }
 
 TEST(PackedLinear, GivesTheSameBitsForAnyThreadCount) {
-  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   torch::NoGradGuard no_grad;
   torch::manual_seed(2);
   const ThreadCount restore;
@@ -80,20 +89,27 @@ TEST(PackedLinear, GivesTheSameBitsForAnyThreadCount) {
   // 200 rows are two chunks: one thread multiplies them in turn, two threads one each, and four
   // threads (more than the chunks) share each chunk's panels.
   const auto x = torch::randn({200, 130});
-  at::set_num_threads(1);
-  const auto one = packed.linear(x);
-  for (const int threads : {2, 4}) {
-    at::set_num_threads(threads);
-    EXPECT_TRUE(torch::equal(packed.linear(x), one)) << threads << " threads";
+  for (const KernelIsa isa : supported_kernel_isas()) {
+    at::set_num_threads(1);
+    const auto one = packed.linear(isa, x);
+    for (const int threads : {2, 4}) {
+      at::set_num_threads(threads);
+      EXPECT_TRUE(torch::equal(packed.linear(isa, x), one))
+          << to_string(isa) << ", " << threads << " threads";
+    }
   }
 }
 
 TEST(PackedLinear, RejectsWhatItCannotMultiply) {
-  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   EXPECT_THROW(PackedWeight(torch::randn({4, 3}, torch::kDouble)), std::invalid_argument);
   EXPECT_THROW(PackedWeight(torch::randn({4, 3}), torch::randn({5})), std::invalid_argument);
   const PackedWeight packed(torch::randn({4, 3}));
   EXPECT_THROW(packed.linear(torch::randn({20, 5})), std::invalid_argument);
+  EXPECT_THROW(packed.linear(KernelIsa::none, torch::randn({20, 3})), std::logic_error);
+  if (best_kernel_isa() != KernelIsa::avx512) {
+    EXPECT_THROW(packed.linear(KernelIsa::avx512, torch::randn({20, 3})), std::logic_error);
+  }
 }
 
 TEST(PackedWeights, ChoosesTheRouteByRowsAndGradient) {
@@ -107,7 +123,7 @@ TEST(PackedWeights, ChoosesTheRouteByRowsAndGradient) {
     const auto few = torch::randn({kMaxRows, 48});
     EXPECT_TRUE(torch::equal(packed.linear(few, weight, bias), few_rows_linear(few, weight, bias)));
     EXPECT_EQ(packed.size(), 0);
-    // More rows: the packed kernel where the CPU has AVX-512, else torch::linear.
+    // More rows: the packed kernel where the CPU has AVX-512 or AVX2, else torch::linear.
     const auto many = torch::randn({kMaxRows + 1, 48});
     const auto expected = PackedWeight::supported() ? PackedWeight(weight, bias).linear(many)
                                                     : torch::nn::functional::linear(many, weight, bias);
