@@ -86,6 +86,10 @@ const std::vector<BenchCase>& bench_cases() {
       {"loader", "images/s: decode+resize from files, reads from the image cache, whole loader batches",
        bench_loader},
       {"beam", "caption search ms/image: greedy and beam 1, 3, 5; one image and 32 at once", bench_beam},
+      {"encoder",
+       "images/s of ResNet-50/101 and VGG-19 (or encoder=<name>) at 224 and 448 px, batch 1 and 8: "
+       "LibTorch modules beside oneDNN with prepared weights",
+       bench_encoder},
   };
   return table;
 }

@@ -128,7 +128,7 @@ const std::vector<CommandSpec>& commands() {
        false,
        run_prepare},
       {"bench",
-       "Measure speed: `saccade bench <case>` with case decoder, beam, loader or machine.",
+       "Measure speed: `saccade bench <case>` with case decoder, scst, beam, encoder, loader or machine.",
        "Runs one benchmark case and prints its numbers beside the machine's matmul GFLOP/s.\n"
        "Run `saccade bench` with no case to list the cases. `saccade bench decoder --nproc N` times\n"
        "the training step data-parallel over N local processes beside one process on the same cores.",

@@ -124,6 +124,15 @@ class EncoderImpl : public torch::nn::Module {
   // back into eval mode.
   void train(bool on = true) override;
 
+  // Whether blocks that run without autograd in eval mode (the frozen prefix; every block in
+  // eval mode under no-grad) go through oneDNN tensors with prepared, BatchNorm-folded weights
+  // (models/conv_batchnorm.h) when the encoder and the images allow it. On by default; off, they
+  // run through LibTorch's modules as the others do (the encoder bench compares the two).
+  void set_onednn_inference(bool on) { onednn_inference_ = on; }
+  // How forward_grid would run `images`' blocks now: "oneDNN, prepared weights: N of M blocks" or
+  // "LibTorch modules".
+  std::string inference_path(const torch::Tensor& images) const;
+
  protected:
   // Takes the name, grid and position of `options`.
   EncoderImpl(const EncoderOptions& options, bool freeze_batchnorm);
@@ -135,13 +144,21 @@ class EncoderImpl : public torch::nn::Module {
   virtual std::vector<std::shared_ptr<torch::nn::Module>> block_modules(size_t index) const = 0;
   // The grid size before pooling for a height x width input ({0, 0} when too small).
   virtual std::array<int64_t, 2> native_grid_size(int64_t height, int64_t width) const = 0;
+  // Whether run_block also takes oneDNN tensors (and returns them) when no gradient is needed.
+  virtual bool runs_onednn_tensors() const { return false; }
 
  private:
+  // How many leading blocks of `images` forward_grid runs on oneDNN tensors (0 .. num_blocks()).
+  size_t onednn_blocks(const torch::Tensor& images) const;
+  // The first `blocks` blocks over oneDNN tensors, a few images at a time.
+  torch::Tensor run_onednn_blocks(const torch::Tensor& images, size_t blocks);
+
   std::string name_;
   std::optional<std::array<int64_t, 2>> grid_;
   GridPosition position_;
   bool freeze_batchnorm_;
   int64_t trainable_blocks_ = 0;  // 0 .. num_blocks()
+  bool onednn_inference_ = true;
 };
 
 TORCH_MODULE(Encoder);

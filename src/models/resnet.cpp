@@ -28,6 +28,14 @@ int64_t halve(int64_t n) {
   return n <= 0 ? 0 : (n - 1) / 2 + 1;
 }
 
+// The projection's conv and BatchNorm as one unit; empty for an identity shortcut.
+ConvBatchNorm shortcut_unit(const torch::nn::Sequential& downsample) {
+  if (downsample.is_empty()) return {};
+  return ConvBatchNorm(
+      torch::nn::Conv2d(std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(downsample->ptr(0))),
+      torch::nn::BatchNorm2d(std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(downsample->ptr(1))));
+}
+
 }  // namespace
 
 BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t planes, int64_t stride) {
@@ -38,13 +46,16 @@ BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t planes, int64_t stri
   if (stride != 1 || in_channels != planes * kExpansion) {
     downsample_ = register_module("downsample", projection(in_channels, planes * kExpansion, stride));
   }
+  unit1_ = ConvBatchNorm(conv1_, bn1_);
+  unit2_ = ConvBatchNorm(conv2_, bn2_);
+  shortcut_ = shortcut_unit(downsample_);
 }
 
 torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
-  torch::Tensor out = torch::relu(bn1_(conv1_(x)));                    // [B, P, H/s, W/s]
-  out = bn2_(conv2_(out));                                             // [B, P, H/s, W/s]
-  out = out + (downsample_.is_empty() ? x : downsample_->forward(x));  // [B, P, H/s, W/s]
-  return torch::relu(out);                                             // [B, P, H/s, W/s]
+  torch::Tensor out = torch::relu(unit1_(x));          // [B, P, H/s, W/s]
+  out = unit2_(out);                                   // [B, P, H/s, W/s]
+  out = out + (shortcut_.empty() ? x : shortcut_(x));  // [B, P, H/s, W/s]
+  return torch::relu(out);                             // [B, P, H/s, W/s]
 }
 
 BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t planes, int64_t stride) {
@@ -57,14 +68,18 @@ BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t planes, int64_t stri
   if (stride != 1 || in_channels != planes * kExpansion) {
     downsample_ = register_module("downsample", projection(in_channels, planes * kExpansion, stride));
   }
+  unit1_ = ConvBatchNorm(conv1_, bn1_);
+  unit2_ = ConvBatchNorm(conv2_, bn2_);
+  unit3_ = ConvBatchNorm(conv3_, bn3_);
+  shortcut_ = shortcut_unit(downsample_);
 }
 
 torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {
-  torch::Tensor out = torch::relu(bn1_(conv1_(x)));                    // [B, P, H, W]
-  out = torch::relu(bn2_(conv2_(out)));                                // [B, P, H/s, W/s]
-  out = bn3_(conv3_(out));                                             // [B, 4P, H/s, W/s]
-  out = out + (downsample_.is_empty() ? x : downsample_->forward(x));  // [B, 4P, H/s, W/s]
-  return torch::relu(out);                                             // [B, 4P, H/s, W/s]
+  torch::Tensor out = torch::relu(unit1_(x));          // [B, P, H, W]
+  out = torch::relu(unit2_(out));                      // [B, P, H/s, W/s]
+  out = unit3_(out);                                   // [B, 4P, H/s, W/s]
+  out = out + (shortcut_.empty() ? x : shortcut_(x));  // [B, 4P, H/s, W/s]
+  return torch::relu(out);                             // [B, 4P, H/s, W/s]
 }
 
 ResNetImpl::ResNetImpl(int64_t depth, const EncoderOptions& options)
@@ -96,6 +111,7 @@ ResNetImpl::ResNetImpl(int64_t depth, const EncoderOptions& options)
   }
   conv1_ = register_module("conv1", conv(3, 64, 7, 2, 3));
   bn1_ = register_module("bn1", torch::nn::BatchNorm2d(64));
+  stem_ = ConvBatchNorm(conv1_, bn1_);
   const int64_t expansion = bottleneck ? BottleneckImpl::kExpansion : BasicBlockImpl::kExpansion;
   int64_t in_channels = 64;
   for (size_t layer = 0; layer < 4; ++layer) {
@@ -127,8 +143,8 @@ ResNetImpl::ResNetImpl(int64_t depth, const EncoderOptions& options)
 
 torch::Tensor ResNetImpl::run_block(size_t index, const torch::Tensor& x) {
   if (index == 0) {
-    const torch::Tensor y = torch::relu(bn1_(conv1_(x)));  // [B, 64, H/2, W/2]
-    return torch::max_pool2d(y, 3, 2, 1);                  // [B, 64, H/4, W/4]
+    const torch::Tensor y = torch::relu(stem_(x));  // [B, 64, H/2, W/2]
+    return torch::max_pool2d(y, 3, 2, 1);           // [B, 64, H/4, W/4]
   }
   return layers_[index - 1]->forward(x);  // [B, C_l, H_l, W_l]
 }

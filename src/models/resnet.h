@@ -11,9 +11,13 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 
+#include "models/conv_batchnorm.h"
 #include "models/encoder.h"
 
 namespace saccade {
+
+// The blocks take dense tensors, or oneDNN tensors when no gradient is needed and their
+// BatchNorms are in eval mode (ConvBatchNorm); the output has the input's layout.
 
 // Two 3x3 convs with an identity (or 1x1 projection) shortcut: ResNet-18/34.
 class BasicBlockImpl : public torch::nn::Module {
@@ -26,6 +30,7 @@ class BasicBlockImpl : public torch::nn::Module {
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
   torch::nn::Sequential downsample_{nullptr};  // registered only when the shape changes
+  ConvBatchNorm unit1_, unit2_, shortcut_;     // conv-BN pairs; shortcut_ empty for the identity
 };
 TORCH_MODULE(BasicBlock);
 
@@ -40,6 +45,7 @@ class BottleneckImpl : public torch::nn::Module {
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
   torch::nn::Sequential downsample_{nullptr};
+  ConvBatchNorm unit1_, unit2_, unit3_, shortcut_;
 };
 TORCH_MODULE(Bottleneck);
 
@@ -54,11 +60,13 @@ class ResNetImpl : public EncoderImpl {
   torch::Tensor run_block(size_t index, const torch::Tensor& x) override;
   std::vector<std::shared_ptr<torch::nn::Module>> block_modules(size_t index) const override;
   std::array<int64_t, 2> native_grid_size(int64_t height, int64_t width) const override;
+  bool runs_onednn_tensors() const override { return true; }
 
  private:
   int64_t dim_ = 0;
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::BatchNorm2d bn1_{nullptr};
+  ConvBatchNorm stem_;
   std::array<torch::nn::Sequential, 4> layers_{nullptr, nullptr, nullptr, nullptr};  // layer1..layer4
 };
 

@@ -32,20 +32,25 @@ VggImpl::VggImpl(int64_t depth, const EncoderOptions& options)
       torch::nn::init::zeros_(conv->bias);
       features_->push_back(conv);
       features_->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
+      convs_.resize(features_->size());
+      convs_[features_->size() - 2] = ConvBatchNorm(conv);
       in_channels = out_channels;
     }
     // The last stage's pool is where the encoder is cut.
     if (stage + 1 < convs.size())
       features_->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2).stride(2)));
+    convs_.resize(features_->size());
     stages_.emplace_back(begin, features_->size());
   }
 }
 
 torch::Tensor VggImpl::run_block(size_t index, const torch::Tensor& x) {
-  torch::Tensor y = x;  // [B, C, H, W]
+  torch::Tensor y = x;  // [B, C, H, W], dense or oneDNN
   const auto first = features_->begin();
   for (size_t i = stages_[index].first; i < stages_[index].second; ++i) {
-    y = (first + static_cast<std::ptrdiff_t>(i))->forward(y);  // [B, C_i, H_i, W_i]
+    // Convs through their unit (which takes oneDNN tensors); ReLU and max pool take both layouts.
+    y = convs_[i].empty() ? (first + static_cast<std::ptrdiff_t>(i))->forward(y)
+                          : convs_[i](y);  // [B, C_i, H_i, W_i]
   }
   return y;
 }

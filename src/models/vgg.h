@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "models/conv_batchnorm.h"
 #include "models/encoder.h"
 
 namespace saccade {
@@ -24,9 +25,11 @@ class VggImpl : public EncoderImpl {
   torch::Tensor run_block(size_t index, const torch::Tensor& x) override;
   std::vector<std::shared_ptr<torch::nn::Module>> block_modules(size_t index) const override;
   std::array<int64_t, 2> native_grid_size(int64_t height, int64_t width) const override;
+  bool runs_onednn_tensors() const override { return true; }
 
  private:
   torch::nn::Sequential features_{nullptr};
+  std::vector<ConvBatchNorm> convs_;               // per layer of features_: its conv, or empty
   std::vector<std::pair<size_t, size_t>> stages_;  // [begin, end) layer indices into features_
 };
 

@@ -203,6 +203,74 @@ TEST_F(EncoderTest, TrainableBlocksFineTuneOnlyTheLastBlocks) {
   EXPECT_THROW(build_encoder(options_for("resnet18", -2)), std::invalid_argument);
 }
 
+// The oneDNN path (prepared, BatchNorm-folded weights) against LibTorch's own modules on the
+// same weights; the torchvision agreement tests check it against torchvision as well.
+TEST_F(EncoderTest, OneDnnPathMatchesTheModulesAndFollowsWeightUpdates) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
+  auto relative_error = [](const torch::Tensor& got, const torch::Tensor& expected) {
+    return (got - expected).norm().item<double>() / expected.norm().item<double>();
+  };
+  for (const std::string name : {"resnet18", "vgg16"}) {
+    Encoder encoder = build_encoder(options_for(name, 0));
+    {
+      torch::NoGradGuard no_grad;
+      for (auto* bn : batchnorms(*encoder)) {  // so that folding the BatchNorms is no identity
+        bn->running_mean.uniform_(-0.2, 0.2);
+        bn->running_var.uniform_(0.5, 1.5);
+        bn->weight.uniform_(0.5, 1.5);
+        bn->bias.uniform_(-0.2, 0.2);
+      }
+    }
+    encoder->eval();
+    // Three 224 px images: the oneDNN path runs them one at a time.
+    const torch::Tensor images = torch::randn({3, 3, 224, 224});
+    auto both_paths = [&] {
+      encoder->set_onednn_inference(true);
+      torch::Tensor onednn = encoder->forward_grid(images);
+      encoder->set_onednn_inference(false);
+      torch::Tensor modules = encoder->forward_grid(images);
+      encoder->set_onednn_inference(true);
+      return std::make_pair(onednn, modules);
+    };
+    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 5 of 5 blocks") << name;
+    const auto [onednn, modules] = both_paths();
+    ASSERT_EQ(onednn.sizes(), modules.sizes()) << name;
+    EXPECT_FALSE(onednn.is_mkldnn()) << name;
+    EXPECT_LT(relative_error(onednn, modules), 1e-5) << name;
+
+    // In-place updates (a state_dict load, an optimizer step) reach the prepared weights.
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& parameter : encoder->parameters()) parameter.mul_(1.1);
+      for (auto* bn : batchnorms(*encoder)) bn->running_var.mul_(2.0);
+    }
+    const auto [onednn_after, modules_after] = both_paths();
+    EXPECT_GT(relative_error(modules_after, modules), 0.1) << name << ": the update changed nothing";
+    EXPECT_LT(relative_error(onednn_after, modules_after), 1e-5) << name;
+  }
+}
+
+TEST_F(EncoderTest, OneDnnPathTakesOnlyBlocksThatNeedNoGradient) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
+  Encoder encoder = build_encoder(options_for("resnet18", 2));
+  const torch::Tensor images = torch::randn({2, 3, 64, 64});
+  encoder->train(true);
+  EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 3 of 5 blocks");
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 3 of 5 blocks");  // training
+    encoder->eval();
+    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 5 of 5 blocks");
+  }
+  EXPECT_EQ(encoder->inference_path(images.to(torch::kDouble)), "LibTorch modules");
+  encoder->set_onednn_inference(false);
+  EXPECT_EQ(encoder->inference_path(images), "LibTorch modules");
+  Encoder small = build_encoder(options_for("small_cnn", 0));  // trains its BatchNorms: never oneDNN
+  small->eval();
+  torch::NoGradGuard no_grad;
+  EXPECT_EQ(small->inference_path(images), "LibTorch modules");
+}
+
 TEST_F(EncoderTest, SmallCnnBatchNormTrainsAndFrozenStagesStayInEval) {
   EncoderOptions options;
   options.channels = {8, 8, 8};

@@ -3,7 +3,9 @@
 // from scripts/make_torchvision_reference.py, run once per test binary into a temp folder; the
 // tests skip when no Python with torch + torchvision is found (Debian: python3-torchvision).
 // The weights files are stored as F32 (resnet18), BF16 (resnet50) and F16 (vgg16), covering the
-// basic block, the bottleneck, VGG, and the loader's dtype conversion on real state_dicts.
+// basic block, the bottleneck, VGG, and the loader's dtype conversion on real state_dicts. Each
+// network is compared twice: through oneDNN with prepared, BatchNorm-folded weights (the frozen
+// encoders' default where LibTorch has oneDNN) and through LibTorch's modules.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -72,19 +74,32 @@ class TorchvisionAgreementTest : public ::testing::Test {
     const SafetensorsReader reference(dir_->path() / (arch + ".reference.safetensors"));
     const torch::Tensor input = reference.get("input", torch::kFloat);    // [1, 3, 224, 224]
     const torch::Tensor expected = reference.get("grid", torch::kFloat);  // [1, D, H', W']
-    const torch::Tensor got = encoder->forward_grid(input);               // [1, D, H', W']
-    ASSERT_EQ(got.sizes(), expected.sizes()) << arch;
+    for (const bool onednn : {true, false}) {
+      encoder->set_onednn_inference(onednn);
+      expect_close(
+          arch + " (" + encoder->inference_path(input) + ")", arch + (onednn ? "_onednn" : "_modules"),
+          encoder->forward_grid(input), expected);
+    }
+  }
+
+  // `what` names the case in messages, `key` in the test's recorded properties.
+  static void expect_close(
+      const std::string& what,
+      const std::string& key,
+      const torch::Tensor& got,
+      const torch::Tensor& expected) {
+    ASSERT_EQ(got.sizes(), expected.sizes()) << what;
 
     const torch::Tensor diff = (got - expected).abs();
     const double relative = (got - expected).norm().item<double>() / expected.norm().item<double>();
     const int64_t worst = diff.flatten().argmax().item<int64_t>();
     std::ostringstream report;
-    report << arch << ": relative error " << relative << ", max abs diff " << diff.max().item<double>()
+    report << what << ": relative error " << relative << ", max abs diff " << diff.max().item<double>()
            << " at flat index " << worst << " (got " << got.flatten()[worst].item<double>()
            << ", torchvision " << expected.flatten()[worst].item<double>() << ", reference norm "
            << expected.norm().item<double>() << ")";
     std::cout << "[ agreement ] " << report.str() << "\n";
-    ::testing::Test::RecordProperty(arch + "_relative_error", std::to_string(relative));
+    ::testing::Test::RecordProperty(key + "_relative_error", std::to_string(relative));
     EXPECT_LT(relative, kTolerance) << report.str();
   }
 

@@ -1,0 +1,96 @@
+// ConvBatchNorm: the modules on dense tensors, one prepared oneDNN convolution on oneDNN tensors.
+#include "models/conv_batchnorm.h"
+
+#include <ATen/Context.h>
+#include <ATen/ops/mkldnn_convolution.h>
+#include <ATen/ops/mkldnn_reorder_conv2d_weight.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/zeros.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "device/torch_compat.h"
+
+namespace saccade {
+namespace {
+
+// (kernel - 1) / 2 on each side: the padding of every ResNet and VGG convolution.
+std::vector<int64_t> centred_padding(const torch::ExpandingArray<2>& kernel) {
+  return {((*kernel)[0] - 1) / 2, ((*kernel)[1] - 1) / 2};
+}
+
+}  // namespace
+
+bool onednn_inference_available(const at::Tensor& x) {
+  return x.device().is_cpu() && x.scalar_type() == at::kFloat && at::hasMKLDNN() &&
+         !compat::autocast_enabled(c10::DeviceType::CPU);
+}
+
+ConvBatchNorm::ConvBatchNorm(torch::nn::Conv2d conv, torch::nn::BatchNorm2d batchnorm)
+    : conv_(std::move(conv)), batchnorm_(std::move(batchnorm)) {}
+
+at::Tensor ConvBatchNorm::operator()(const at::Tensor& x) {
+  if (!x.is_mkldnn()) {
+    const at::Tensor y = conv_(x);                     // [B, C', H', W']
+    return batchnorm_.is_empty() ? y : batchnorm_(y);  // [B, C', H', W']
+  }
+  if (!batchnorm_.is_empty() && batchnorm_->is_training()) {
+    throw std::logic_error("ConvBatchNorm: oneDNN tensors need the BatchNorm in eval mode");
+  }
+  if (!weight_.defined() || identities() != made_of_) prepare();
+  const auto& options = conv_->options;
+  return at::mkldnn_convolution(
+      x, weight_, bias_, centred_padding(options.kernel_size()), *options.stride(), *options.dilation(),
+      options.groups());  // oneDNN [B, C', H', W']
+}
+
+std::vector<at::Tensor> ConvBatchNorm::sources() const {
+  std::vector<at::Tensor> tensors = {conv_->weight};
+  if (conv_->bias.defined()) tensors.push_back(conv_->bias);
+  if (!batchnorm_.is_empty()) {
+    for (const at::Tensor* t :
+         {&batchnorm_->weight, &batchnorm_->bias, &batchnorm_->running_mean, &batchnorm_->running_var}) {
+      if (t->defined()) tensors.push_back(*t);
+    }
+  }
+  return tensors;
+}
+
+std::vector<std::pair<const void*, int64_t>> ConvBatchNorm::identities() const {
+  std::vector<std::pair<const void*, int64_t>> result;
+  // Tensors made in inference mode count no versions: their storage alone identifies them.
+  for (const at::Tensor& t : sources())
+    result.emplace_back(t.data_ptr(), t.is_inference() ? -1 : t._version());
+  return result;
+}
+
+void ConvBatchNorm::prepare() {
+  // Normal tensors, so that the prepared weights serve later calls outside inference mode too.
+  c10::InferenceMode normal_tensors(/*enabled=*/false);
+  c10::NoGradGuard no_grad;
+  const auto& options = conv_->options;
+  at::Tensor weight = conv_->weight.detach();  // [C', C / groups, kh, kw]
+  at::Tensor bias =
+      conv_->bias.defined() ? conv_->bias.detach() : at::zeros({weight.size(0)}, weight.options());
+  if (!batchnorm_.is_empty()) {
+    if (!batchnorm_->running_var.defined()) {
+      throw std::logic_error("ConvBatchNorm: oneDNN tensors need a BatchNorm with running statistics");
+    }
+    const double eps = batchnorm_->options.eps();
+    at::Tensor scale = at::rsqrt(batchnorm_->running_var.detach() + eps);  // [C']
+    if (batchnorm_->options.affine()) scale = scale * batchnorm_->weight.detach();
+    bias = (bias - batchnorm_->running_mean.detach()) * scale;
+    if (batchnorm_->options.affine()) bias = bias + batchnorm_->bias.detach();
+    weight = weight * scale.view({-1, 1, 1, 1});
+  }
+  weight_ = at::mkldnn_reorder_conv2d_weight(
+      weight.contiguous().to_mkldnn(), centred_padding(options.kernel_size()), *options.stride(),
+      *options.dilation(), options.groups());
+  bias_ = bias.contiguous().to_mkldnn();
+  made_of_ = identities();
+}
+
+}  // namespace saccade
