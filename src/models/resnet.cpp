@@ -16,10 +16,24 @@ torch::nn::Conv2d conv(
                                .bias(false));
 }
 
-// The 1x1 projection shortcut torchvision calls `downsample`: {0: conv, 1: bn}.
-torch::nn::Sequential projection(int64_t in_channels, int64_t out_channels, int64_t stride) {
-  return torch::nn::Sequential(
-      conv(in_channels, out_channels, 1, stride, 0), torch::nn::BatchNorm2d(out_channels));
+// Registers `conv` as conv<n> and a BatchNorm of its output as bn<n> in `block` (torchvision's
+// names) and returns the two as one unit.
+ConvBatchNorm register_conv_bn(torch::nn::Module& block, int n, torch::nn::Conv2d conv) {
+  const int64_t channels = conv->options.out_channels();
+  auto registered = block.register_module("conv" + std::to_string(n), conv);
+  return ConvBatchNorm(
+      registered, block.register_module("bn" + std::to_string(n), torch::nn::BatchNorm2d(channels)));
+}
+
+// The 1x1 projection shortcut torchvision calls `downsample` ({0: conv, 1: bn}), registered in
+// `block` where the shape changes; an empty unit (the identity) otherwise.
+ConvBatchNorm register_shortcut(
+    torch::nn::Module& block, int64_t in_channels, int64_t out_channels, int64_t stride) {
+  if (stride == 1 && in_channels == out_channels) return {};
+  torch::nn::Conv2d projection = conv(in_channels, out_channels, 1, stride, 0);
+  torch::nn::BatchNorm2d batchnorm(out_channels);
+  block.register_module("downsample", torch::nn::Sequential(projection, batchnorm));
+  return ConvBatchNorm(projection, batchnorm);
 }
 
 // Spatial size after a conv/pool with kernel k, stride 2, padding (k-1)/2 as in ResNet's stem
@@ -28,27 +42,12 @@ int64_t halve(int64_t n) {
   return n <= 0 ? 0 : (n - 1) / 2 + 1;
 }
 
-// The projection's conv and BatchNorm as one unit; empty for an identity shortcut.
-ConvBatchNorm shortcut_unit(const torch::nn::Sequential& downsample) {
-  if (downsample.is_empty()) return {};
-  return ConvBatchNorm(
-      torch::nn::Conv2d(std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(downsample->ptr(0))),
-      torch::nn::BatchNorm2d(std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(downsample->ptr(1))));
-}
-
 }  // namespace
 
 BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t planes, int64_t stride) {
-  conv1_ = register_module("conv1", conv(in_channels, planes, 3, stride, 1));
-  bn1_ = register_module("bn1", torch::nn::BatchNorm2d(planes));
-  conv2_ = register_module("conv2", conv(planes, planes, 3, 1, 1));
-  bn2_ = register_module("bn2", torch::nn::BatchNorm2d(planes));
-  if (stride != 1 || in_channels != planes * kExpansion) {
-    downsample_ = register_module("downsample", projection(in_channels, planes * kExpansion, stride));
-  }
-  unit1_ = ConvBatchNorm(conv1_, bn1_);
-  unit2_ = ConvBatchNorm(conv2_, bn2_);
-  shortcut_ = shortcut_unit(downsample_);
+  unit1_ = register_conv_bn(*this, 1, conv(in_channels, planes, 3, stride, 1));
+  unit2_ = register_conv_bn(*this, 2, conv(planes, planes, 3, 1, 1));
+  shortcut_ = register_shortcut(*this, in_channels, planes * kExpansion, stride);
 }
 
 torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
@@ -59,19 +58,10 @@ torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
 }
 
 BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t planes, int64_t stride) {
-  conv1_ = register_module("conv1", conv(in_channels, planes, 1, 1, 0));
-  bn1_ = register_module("bn1", torch::nn::BatchNorm2d(planes));
-  conv2_ = register_module("conv2", conv(planes, planes, 3, stride, 1));
-  bn2_ = register_module("bn2", torch::nn::BatchNorm2d(planes));
-  conv3_ = register_module("conv3", conv(planes, planes * kExpansion, 1, 1, 0));
-  bn3_ = register_module("bn3", torch::nn::BatchNorm2d(planes * kExpansion));
-  if (stride != 1 || in_channels != planes * kExpansion) {
-    downsample_ = register_module("downsample", projection(in_channels, planes * kExpansion, stride));
-  }
-  unit1_ = ConvBatchNorm(conv1_, bn1_);
-  unit2_ = ConvBatchNorm(conv2_, bn2_);
-  unit3_ = ConvBatchNorm(conv3_, bn3_);
-  shortcut_ = shortcut_unit(downsample_);
+  unit1_ = register_conv_bn(*this, 1, conv(in_channels, planes, 1, 1, 0));
+  unit2_ = register_conv_bn(*this, 2, conv(planes, planes, 3, stride, 1));
+  unit3_ = register_conv_bn(*this, 3, conv(planes, planes * kExpansion, 1, 1, 0));
+  shortcut_ = register_shortcut(*this, in_channels, planes * kExpansion, stride);
 }
 
 torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {

@@ -27,10 +27,9 @@ class BasicBlockImpl : public torch::nn::Module {
   static constexpr int64_t kExpansion = 1;
 
  private:
-  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
-  torch::nn::Sequential downsample_{nullptr};  // registered only when the shape changes
-  ConvBatchNorm unit1_, unit2_, shortcut_;     // conv-BN pairs; shortcut_ empty for the identity
+  // conv1/bn1, conv2/bn2 and the `downsample` projection (only where the shape changes; empty
+  // for the identity), registered under torchvision's names.
+  ConvBatchNorm unit1_, unit2_, shortcut_;
 };
 TORCH_MODULE(BasicBlock);
 
@@ -42,10 +41,7 @@ class BottleneckImpl : public torch::nn::Module {
   static constexpr int64_t kExpansion = 4;
 
  private:
-  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
-  torch::nn::Sequential downsample_{nullptr};
-  ConvBatchNorm unit1_, unit2_, unit3_, shortcut_;
+  ConvBatchNorm unit1_, unit2_, unit3_, shortcut_;  // as in BasicBlockImpl
 };
 TORCH_MODULE(Bottleneck);
 

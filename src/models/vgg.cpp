@@ -32,15 +32,16 @@ VggImpl::VggImpl(int64_t depth, const EncoderOptions& options)
       torch::nn::init::zeros_(conv->bias);
       features_->push_back(conv);
       features_->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
-      convs_.resize(features_->size());
-      convs_[features_->size() - 2] = ConvBatchNorm(conv);
       in_channels = out_channels;
     }
     // The last stage's pool is where the encoder is cut.
     if (stage + 1 < convs.size())
       features_->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2).stride(2)));
-    convs_.resize(features_->size());
     stages_.emplace_back(begin, features_->size());
+  }
+  for (size_t i = 0; i < features_->size(); ++i) {
+    auto conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(features_->ptr(i));
+    convs_.push_back(conv ? ConvBatchNorm(torch::nn::Conv2d(conv)) : ConvBatchNorm());
   }
 }
 
