@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "io/log.h"
-#include "kernels/few_rows_linear.h"
+#include "kernels/kernel_isa.h"
 
 extern "C" char* openblas_get_corename(void);  // OpenBLAS is linked first (src/cli/CMakeLists.txt)
 extern "C" void openblas_set_num_threads(int threads);

@@ -6,12 +6,14 @@
 //
 // Shapes: B images, n <= B the rows a step reads (a prefix: the decoder's active batch), L
 // locations, A attention dim, N heads, Dv value dim. Both take float or double on the CPU; the
-// loops are compiled for AVX-512, AVX2 and the baseline, and the loader picks the best the CPU
-// has. Images are split over LibTorch's threads.
+// loops are written once over vector lanes (vector_lanes.h) and compiled for AVX2 and AVX-512,
+// the best the CPU runs chosen at run time (on CPUs with neither, and for every other tensor, the
+// plain LibTorch ops). Images are split over LibTorch's threads.
 #pragma once
 
 #include <torch/types.h>
 
+#include "kernels/kernel_isa.h"
 #include "kernels/time_shared.h"
 
 namespace saccade {
@@ -22,10 +24,14 @@ namespace saccade {
 // gradient into the TimeSharedTensor's buffer in place. In float, tanh is a rational minimax
 // approximation (|error| < 4e-7) that vectorizes; doubles use std::tanh.
 torch::Tensor additive_scores(const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w);
+// The same by a chosen kernel (tests run each one the CPU supports; none = the plain ops).
+torch::Tensor additive_scores(
+    KernelIsa isa, const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w);
 
 // z[b, h] = sum_l alpha[b, h, l] values[b, h, l, :] (the soft context, eq. 13). ATen's bmm runs
 // this as one single-row GEMM per image, one after another; this reads the values once per pass
 // with the images split over the threads. Differentiable in both inputs.
 torch::Tensor expected_value(const torch::Tensor& alpha, const torch::Tensor& values);
+torch::Tensor expected_value(KernelIsa isa, const torch::Tensor& alpha, const torch::Tensor& values);
 
 }  // namespace saccade

@@ -16,7 +16,8 @@
 #include <torch/types.h>
 
 #include <cstdint>
-#include <vector>
+
+#include "kernels/kernel_isa.h"
 
 namespace saccade {
 
@@ -30,25 +31,6 @@ inline constexpr int64_t kMaxRows = 16;
 // Whether x W^T + b must record autograd history (grad mode is on and an operand requires grad):
 // the hand-written kernels here and in packed_linear.h run only when it need not.
 bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
-
-// Whether the hand-written CPU kernels (here, packed_linear.h, attention_kernels.h,
-// time_shared.h) may take `t`: on the CPU with CPU autocast off, and float32 (or float64 for the
-// kernels that also take it: `doubles_too`). Everything else, CUDA tensors and bf16 autocast
-// among them, goes to the plain LibTorch ops, which give the same results within tolerance.
-bool takes_cpu_kernels(const torch::Tensor& t, bool doubles_too = false);
-
-// The instruction sets the hand-written products (here and packed_linear.h) are written for;
-// none = always torch::linear.
-enum class KernelIsa { none, avx2, avx512 };
-
-// The best this CPU runs: avx512 (AVX-512F), avx2 (AVX2 and FMA) or none.
-KernelIsa best_kernel_isa();
-
-// Every kernel this CPU runs, best last: {avx2, avx512}, {avx2} or {} (the tests run each).
-std::vector<KernelIsa> supported_kernel_isas();
-
-// "AVX-512", "AVX2" or "none", as the benches print it.
-const char* to_string(KernelIsa isa);
 
 torch::Tensor few_rows_linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});

@@ -8,7 +8,7 @@
 
 #include <map>
 
-#include "kernels/few_rows_linear.h"
+#include "kernels/kernel_isa.h"
 
 namespace saccade {
 namespace {

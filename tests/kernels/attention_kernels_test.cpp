@@ -1,6 +1,7 @@
 // The fused attention kernels against the same formulas in plain LibTorch ops: values and every
-// gradient, in float (the rational tanh) and double (std::tanh), over steps that read a shrinking
-// prefix of the keys as the decoder's steps do.
+// gradient, in float (the rational tanh) and double (std::tanh), by each kernel the CPU runs, over
+// steps that read a shrinking prefix of the keys as the decoder's steps do. Widths of 37 take
+// whole vectors of every kernel (4 to 16 lanes) and a tail of scalars.
 #include "kernels/attention_kernels.h"
 
 #include <gtest/gtest.h>
@@ -19,15 +20,16 @@ class AttentionKernelsTest : public ::testing::TestWithParam<torch::ScalarType> 
   double tolerance() const { return GetParam() == torch::kFloat ? 1e-4 : 1e-10; }
 };
 
-// Three steps over keys [B=4, L=5, A=7] whose active rows shrink 4 -> 4 -> 2; each step's scores
-// feed a random linear loss. `scores(keys, q_t, w)` is the kernel or the plain formula.
+// Three steps over keys [B=4, L=5, A=37] whose active rows shrink 4 -> 4 -> 2; each step's scores
+// feed a random linear loss.
 TEST_P(AttentionKernelsTest, AdditiveScoresMatchPlainOpsWithGradients) {
-  const auto keys = torch::randn({4, 5, 7}, options()).requires_grad_();
-  const auto w = torch::randn({7}, options()).requires_grad_();
+  if (supported_kernel_isas().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  const auto keys = torch::randn({4, 5, 37}, options()).requires_grad_();
+  const auto w = torch::randn({37}, options()).requires_grad_();
   const std::vector<int64_t> active = {4, 4, 2};
   std::vector<torch::Tensor> queries, loss_weights;
   for (const int64_t n : active) {
-    queries.push_back(torch::randn({n, 7}, options()).requires_grad_());
+    queries.push_back(torch::randn({n, 37}, options()).requires_grad_());
     loss_weights.push_back(torch::randn({n, 5}, options()));
   }
   const auto plain = [&] {
@@ -38,11 +40,11 @@ TEST_P(AttentionKernelsTest, AdditiveScoresMatchPlainOpsWithGradients) {
     }
     return loss;
   };
-  const auto fused = [&] {
+  const auto fused = [&](KernelIsa isa) {
     const TimeSharedTensor shared(keys);
     auto loss = torch::zeros({}, options());
     for (size_t t = 0; t < active.size(); ++t) {
-      const auto e = additive_scores(shared, queries[t], w);
+      const auto e = additive_scores(isa, shared, queries[t], w);
       EXPECT_EQ(e.sizes(), torch::IntArrayRef({active[t], 5}));
       loss = loss + (e * loss_weights[t]).sum();
     }
@@ -52,12 +54,31 @@ TEST_P(AttentionKernelsTest, AdditiveScoresMatchPlainOpsWithGradients) {
   inputs.insert(inputs.end(), queries.begin(), queries.end());
   const auto expected = plain();
   const auto expected_grads = torch::autograd::grad({expected}, inputs);
-  const auto actual = fused();
-  const auto actual_grads = torch::autograd::grad({actual}, inputs);
-  EXPECT_NEAR(actual.item<double>(), expected.item<double>(), tolerance() * expected.abs().item<double>());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const double error = (actual_grads[i] - expected_grads[i]).abs().max().item<double>();
-    EXPECT_LT(error, tolerance() * (1 + expected_grads[i].abs().max().item<double>())) << "input " << i;
+  for (const KernelIsa isa : supported_kernel_isas()) {
+    SCOPED_TRACE(to_string(isa));
+    const auto actual = fused(isa);
+    const auto actual_grads = torch::autograd::grad({actual}, inputs);
+    EXPECT_NEAR(actual.item<double>(), expected.item<double>(), tolerance() * expected.abs().item<double>());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const double error = (actual_grads[i] - expected_grads[i]).abs().max().item<double>();
+      EXPECT_LT(error, tolerance() * (1 + expected_grads[i].abs().max().item<double>())) << "input " << i;
+    }
+  }
+}
+
+// Every float the rational tanh can meet, through the kernel's lanes and its tail: keys from -12
+// to 12 (past the clamp at +-7.9) with q = 0 and w = one-hot, so e[l] is tanh of one key.
+TEST(AttentionKernelsTanhTest, ScoresFollowTanhOverItsWholeRange) {
+  const int64_t L = 4801, A = 37;
+  const auto x = torch::linspace(-12, 12, L);  // [L]
+  for (const int64_t a : {int64_t{0}, int64_t{20}, A - 1}) {
+    auto keys = torch::zeros({1, L, A});
+    keys.select(2, a).copy_(x.unsqueeze(0));
+    const auto w = torch::zeros({A}).index_fill_(0, torch::tensor({a}), 1.0);
+    for (const KernelIsa isa : supported_kernel_isas()) {
+      const auto e = additive_scores(isa, TimeSharedTensor(keys), torch::zeros({1, A}), w);  // [1, L]
+      EXPECT_LT((e[0] - torch::tanh(x)).abs().max().item<double>(), 1e-6) << to_string(isa) << " lane " << a;
+    }
   }
 }
 
@@ -69,17 +90,22 @@ TEST_P(AttentionKernelsTest, AdditiveScoresWithoutGradientsRecordNothing) {
 }
 
 TEST_P(AttentionKernelsTest, ExpectedValueMatchesBatchedProductWithGradients) {
-  // B=3 images, N=2 heads, L=5 locations, Dv=9 (not a multiple of the kernel's 4-row unroll).
+  if (supported_kernel_isas().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  // B=3 images, N=2 heads, L=5 locations (not a multiple of the kernel's 4-row unroll), Dv=37.
   const auto alpha = torch::softmax(torch::randn({3, 2, 5}, options()), -1).detach().requires_grad_();
-  const auto values = torch::randn({3, 2, 5, 9}, options()).requires_grad_();
-  const auto loss_weight = torch::randn({3, 2, 9}, options());
+  const auto values = torch::randn({3, 2, 5, 37}, options()).requires_grad_();
+  const auto loss_weight = torch::randn({3, 2, 37}, options());
   const auto expected = torch::matmul(alpha.unsqueeze(2), values).squeeze(2);  // [B, N, Dv]
-  const auto actual = expected_value(alpha, values);
-  EXPECT_LT((actual - expected).abs().max().item<double>(), tolerance());
   const auto expected_grads = torch::autograd::grad({(expected * loss_weight).sum()}, {alpha, values});
-  const auto actual_grads = torch::autograd::grad({(actual * loss_weight).sum()}, {alpha, values});
-  for (size_t i = 0; i < 2; ++i) {
-    EXPECT_LT((actual_grads[i] - expected_grads[i]).abs().max().item<double>(), tolerance()) << "input " << i;
+  for (const KernelIsa isa : supported_kernel_isas()) {
+    SCOPED_TRACE(to_string(isa));
+    const auto actual = expected_value(isa, alpha, values);
+    EXPECT_LT((actual - expected).abs().max().item<double>(), tolerance());
+    const auto actual_grads = torch::autograd::grad({(actual * loss_weight).sum()}, {alpha, values});
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_LT((actual_grads[i] - expected_grads[i]).abs().max().item<double>(), tolerance())
+          << "input " << i;
+    }
   }
 }
 

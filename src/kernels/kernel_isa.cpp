@@ -1,0 +1,41 @@
+// The kernels' instruction set, read once from the CPU.
+#include "kernels/kernel_isa.h"
+
+#include "device/torch_compat.h"
+
+namespace saccade {
+
+KernelIsa best_kernel_isa() {
+#if defined(__x86_64__)
+  static const KernelIsa isa = !__builtin_cpu_supports("fma")      ? KernelIsa::none
+                               : __builtin_cpu_supports("avx512f") ? KernelIsa::avx512
+                               : __builtin_cpu_supports("avx2")    ? KernelIsa::avx2
+                                                                   : KernelIsa::none;
+  return isa;
+#else
+  return KernelIsa::none;
+#endif
+}
+
+std::vector<KernelIsa> supported_kernel_isas() {
+  switch (best_kernel_isa()) {
+    case KernelIsa::avx512:
+      return {KernelIsa::avx2, KernelIsa::avx512};
+    case KernelIsa::avx2:
+      return {KernelIsa::avx2};
+    case KernelIsa::none:
+      break;
+  }
+  return {};
+}
+
+const char* to_string(KernelIsa isa) {
+  return isa == KernelIsa::avx512 ? "AVX-512" : isa == KernelIsa::avx2 ? "AVX2" : "none";
+}
+
+bool takes_cpu_kernels(const torch::Tensor& t, bool doubles_too) {
+  return t.device().is_cpu() && !compat::autocast_enabled(c10::DeviceType::CPU) &&
+         (t.scalar_type() == torch::kFloat || (doubles_too && t.scalar_type() == torch::kDouble));
+}
+
+}  // namespace saccade
