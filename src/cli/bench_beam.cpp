@@ -17,6 +17,7 @@
 #include "cli/bench.h"
 #include "cli/runtime.h"
 #include "decode/search.h"
+#include "kernels/decoding_precision.h"
 #include "models/decoder.h"
 
 namespace saccade::cli {
@@ -76,13 +77,13 @@ int bench_beam(const Job& job) {
   // Every search copies its captions to the host at the end, so the clock needs no extra wait.
   const auto single = torch::randn({1, kLocations, 2048}).to(job.placement.device);        // [1, L, D]
   const auto batched = torch::randn({kBatch, kLocations, 2048}).to(job.placement.device);  // [B, L, D]
-  const Autocast autocast(job.placement);
+  const DecodingPrecision decoding_precision(job.placement);
   std::printf(
       "machine: LibTorch threads %d, %s, matmul 1024x1024 %.1f GFLOP/s\n", at::get_num_threads(),
       runtime_environment().c_str(), measure_matmul_gflops(1024));
   std::printf(
       "%s; L=196, max_length %lld; on %s\n", describe_decoder(options).c_str(),
-      static_cast<long long>(kMaxLength), describe(job.placement).c_str());
+      static_cast<long long>(kMaxLength), DecodingPrecision::describe(job.placement).c_str());
   std::printf("%-10s %18s %22s\n", "search", "1 image (ms/img)", "32 images (ms/img)");
 
   SearchOptions greedy_options;

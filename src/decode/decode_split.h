@@ -46,8 +46,8 @@ struct DecodeSplitOptions {
   // process would decode, so the captions are bit for bit a single process's) and every rank
   // gets the whole split back. nullptr = this process decodes everything.
   ProcessGroup* group = nullptr;
-  // The encoder and decoder run under autocast in this precision (runtime.precision), on the
-  // model's device.
+  // The precision the encoder and decoder run in (runtime.precision), on the model's device: a
+  // DecodingPrecision scope (kernels/decoding_precision.h).
   Precision precision = Precision::fp32;
   // Sampled searches draw batch n's words after seeding LibTorch's generator from (seed, n): a
   // decode repeats, and is the same whichever rank decodes the batch.
@@ -101,7 +101,8 @@ SplitResults score_split(
 
 // Captions of `crops` uint8 [B, crop, crop, 3] (the pipeline's output, not normalized): normalizes
 // them with `image`, encodes and searches with make_caption_search(search) under inference mode,
-// on the model's device in `precision`. The model's training mode is restored afterwards.
+// on the model's device in `precision` (a DecodingPrecision scope). The model's training mode is
+// restored afterwards.
 std::vector<DecodedCaption> caption_images(
     CaptionerImpl& model,
     const torch::Tensor& crops,

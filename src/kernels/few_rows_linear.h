@@ -5,9 +5,11 @@
 // With a few rows a product is bound by streaming W from memory, and a general GEMM spends more
 // time packing W than multiplying (OpenBLAS: ~11 GB/s of W at 5 rows on a machine that streams
 // 40 GB/s). This kernel reads each row of W once, multiplies it with every row of x held in
-// cache, and splits W's rows over LibTorch's threads. It runs when x has at most kMaxRows rows,
-// both are float32 on the CPU, W has unit stride along K, no gradient is needed, and the CPU has
-// AVX-512F or AVX2 and FMA; otherwise the result comes from torch::linear. Sums run in another order than
+// cache, and splits W's rows over LibTorch's threads. W may be bf16 (half the bytes to stream,
+// widened exactly as it loads; sums in float32). It runs when x has at most kMaxRows rows, x is
+// float32 and W float32 or bf16 on the CPU, W has unit stride along K, no gradient is needed,
+// and the CPU has AVX-512F or AVX2 and FMA; otherwise the result comes from torch::linear (of W
+// converted to x's type). Sums run in another order than
 // BLAS's, so results differ from torch::linear by rounding (relative ~1e-6), deterministically.
 //
 // Shapes: x [M, K], weight [N, K] (any row stride), bias [N] or undefined -> [M, N].

@@ -1,20 +1,20 @@
-// PackedWeight: AVX-512 and AVX2 kernels over weights packed in k-major panels; PackedWeights:
-// the per-product choice between them, few_rows_linear and torch::linear.
+// PackedWeight: one kernel over vector lanes, compiled for AVX2 and AVX-512, over weights (float32
+// or bf16) packed in k-major panels; PackedWeights: the per-product choice between it,
+// few_rows_linear and torch::linear.
 #include "kernels/packed_linear.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <torch/nn/functional/linear.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
+#include "kernels/decoding_precision.h"
 #include "kernels/few_rows_linear.h"
+#include "kernels/vector_lanes.h"
 
 namespace saccade {
 namespace {
@@ -25,152 +25,118 @@ constexpr int64_t kDepth = 128;
 // Rows of x packed per pass ([kChunkRows, K] stays in L2 and L3 while the panels stream by).
 constexpr int64_t kChunkRows = 16 * kBlockRows;
 
+// y[r, 0:columns] (+)= sum_k x[k][r] w[k][0:columns] over `depth` values of k, for the rows r
+// of x a kernel takes, from x packed [depth][kBlockRows] and a panel slice w [depth][kPanelWidth]
+// (float, or uint16_t for bf16 weights widened as they load).
+template <typename Weight>
+struct PanelProduct {
+  int64_t depth;
+  const float* x;   // packed, x[k][r] at x[k * kBlockRows + r]
+  const Weight* w;  // w[k][c] at w[k * kPanelWidth + c]
+  float* y;         // rows y_stride apart
+  int64_t y_stride;
+  int64_t columns;    // of y to write: 1 .. kPanelWidth
+  bool accumulate;    // add to what y holds (the earlier passes over K)
+  const float* bias;  // [columns], added when not null (the last pass only)
+};
+
+// Rows r < R by two vectors of W columns (`columns` in 1 .. 2W): 2R accumulators, two W vectors
+// and a broadcast fill the registers.
+template <int W, int R, typename Weight>
+SACCADE_INLINE void panel_block(const PanelProduct<Weight>& product) {
+  const auto [depth, x, w, y, y_stride, columns, accumulate, bias] = product;
+  using V = Lanes<float, W>;
+  // Every loop over the accumulators is unrolled: one indexing acc would keep them in memory,
+  // stored at every step.
+  V acc[R][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = V{};
+  for (int64_t k = 0; k < depth; ++k) {
+    const V w0 = load_floats<W>(w + k * kPanelWidth), w1 = load_floats<W>(w + k * kPanelWidth + W);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const V v = broadcast<W>(x[k * kBlockRows + r]);
+      acc[r][0] += v * w0;
+      acc[r][1] += v * w1;
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) {
+    float* row = y + r * y_stride;
+    if (columns == 2 * W) {
+      V a = acc[r][0], b = acc[r][1];
+      if (accumulate) a += load<W>(row), b += load<W>(row + W);
+      if (bias != nullptr) a += load<W>(bias), b += load<W>(bias + W);
+      store(row, a);
+      store(row + W, b);
+    } else {  // the last panel's columns past N are not written
+      float sums[2 * W];
+      store(sums, acc[r][0]);
+      store(sums + W, acc[r][1]);
+      for (int64_t c = 0; c < columns; ++c) {
+        if (accumulate) sums[c] += row[c];
+        if (bias != nullptr) sums[c] += bias[c];
+        row[c] = sums[c];
+      }
+    }
+  }
+}
+
+// R (<= kBlockRows) rows of x times one panel: blocks of up to MaxRows rows by 2W columns.
+template <int W, int MaxRows, int R, typename Weight>
+SACCADE_INLINE void panel_kernel(const PanelProduct<Weight>& product) {
+  static_assert(R <= 2 * MaxRows, "two blocks of rows at most");
+  constexpr int kFirst = R < MaxRows ? R : MaxRows;
+  for (int64_t offset = 0; offset < product.columns; offset += 2 * W) {
+    PanelProduct<Weight> part = product;
+    part.w += offset;
+    part.y += offset;
+    part.columns = std::min<int64_t>(2 * W, product.columns - offset);
+    if (part.bias != nullptr) part.bias += offset;
+    panel_block<W, kFirst>(part);
+    if constexpr (R > MaxRows) {
+      part.x += MaxRows;
+      part.y += MaxRows * part.y_stride;
+      panel_block<W, R - MaxRows>(part);
+    }
+  }
+}
+
+template <typename Weight>
+using PanelKernel = void (*)(const PanelProduct<Weight>&);
+
 #if defined(__x86_64__)
 
-// y[r, 0:columns] (+)= sum_k x[k][r] w[k][0:columns] for r < R over `depth` values of k, from x
-// packed [depth][kBlockRows] and a panel slice w [depth][kPanelWidth]. `accumulate` adds to what
-// y holds (the earlier passes over K); `bias` (the last pass only) is added when not null.
-template <int R>
-__attribute__((target("avx512f"))) void panel_kernel(
-    int64_t depth,
-    const float* x,
-    const float* w,
-    float* y,
-    int64_t y_stride,
-    int64_t columns,
-    bool accumulate,
-    const float* bias) {
-  __m512 acc[R][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < depth; ++k) {
-    const __m512 w0 = _mm512_loadu_ps(w + k * kPanelWidth);
-    const __m512 w1 = _mm512_loadu_ps(w + k * kPanelWidth + 16);
-    // Unrolled, so the accumulators live in registers.
-#pragma GCC unroll 12
-    for (int r = 0; r < R; ++r) {
-      const __m512 v = _mm512_set1_ps(x[k * kBlockRows + r]);
-      acc[r][0] = _mm512_fmadd_ps(v, w0, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(v, w1, acc[r][1]);
-    }
-  }
-  const __mmask16 low = columns >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << columns) - 1);
-  const __mmask16 high = columns >= 32  ? 0xFFFF
-                         : columns > 16 ? static_cast<__mmask16>((1u << (columns - 16)) - 1)
-                                        : 0;
-  // Unrolled too: a loop indexing acc would keep the accumulators in memory, stored every step.
-#pragma GCC unroll 12
-  for (int r = 0; r < R; ++r) {
-    float* row = y + r * y_stride;
-    __m512 a = acc[r][0], b = acc[r][1];
-    if (accumulate) {
-      a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(low, row));
-      b = _mm512_add_ps(b, _mm512_maskz_loadu_ps(high, row + 16));
-    }
-    if (bias != nullptr) {
-      a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(low, bias));
-      b = _mm512_add_ps(b, _mm512_maskz_loadu_ps(high, bias + 16));
-    }
-    _mm512_mask_storeu_ps(row, low, a);
-    _mm512_mask_storeu_ps(row + 16, high, b);
-  }
+// AVX-512 (32 registers of 16 floats) takes a whole panel, 12 rows at a time; AVX2 (16 registers
+// of 8 floats) half a panel, 6 rows at a time.
+template <int R, typename Weight>
+__attribute__((target("avx512f,fma"))) void panel_kernel_avx512(const PanelProduct<Weight>& product) {
+  panel_kernel<16, 12, R>(product);
 }
 
-// AVX2 has 16 registers of 8 floats: a block of R <= kAvx2Rows rows by half a panel (two
-// vectors) keeps 2R accumulators, two W vectors and a broadcast in them. Same arguments as
-// panel_kernel, with w and y at the half's first column, `columns` in 0 .. 16 and x's rows
-// kBlockRows apart.
-constexpr int kAvx2Rows = 6;
-
-template <int R>
-__attribute__((target("avx2,fma"))) void half_panel_kernel_avx2(
-    int64_t depth,
-    const float* x,
-    const float* w,
-    float* y,
-    int64_t y_stride,
-    int64_t columns,
-    bool accumulate,
-    const float* bias) {
-  __m256 acc[R][2];
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t k = 0; k < depth; ++k) {
-    const __m256 w0 = _mm256_loadu_ps(w + k * kPanelWidth);
-    const __m256 w1 = _mm256_loadu_ps(w + k * kPanelWidth + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < R; ++r) {
-      const __m256 v = _mm256_broadcast_ss(x + k * kBlockRows + r);
-      acc[r][0] = _mm256_fmadd_ps(v, w0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(v, w1, acc[r][1]);
-    }
-  }
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(columns)), lanes);
-  const __m256i high = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(columns) - 8), lanes);
-#pragma GCC unroll 6
-  for (int r = 0; r < R; ++r) {
-    float* row = y + r * y_stride;
-    __m256 a = acc[r][0], b = acc[r][1];
-    if (accumulate) {
-      a = _mm256_add_ps(a, _mm256_maskload_ps(row, low));
-      b = _mm256_add_ps(b, _mm256_maskload_ps(row + 8, high));
-    }
-    if (bias != nullptr) {
-      a = _mm256_add_ps(a, _mm256_maskload_ps(bias, low));
-      b = _mm256_add_ps(b, _mm256_maskload_ps(bias + 8, high));
-    }
-    _mm256_maskstore_ps(row, low, a);
-    _mm256_maskstore_ps(row + 8, high, b);
-  }
+template <int R, typename Weight>
+__attribute__((target("avx2,fma"))) void panel_kernel_avx2(const PanelProduct<Weight>& product) {
+  panel_kernel<8, 6, R>(product);
 }
 
-// panel_kernel for AVX2: the panel in two halves of 16 columns, each in blocks of up to
-// kAvx2Rows rows.
-template <int R>
-void panel_kernel_avx2(
-    int64_t depth,
-    const float* x,
-    const float* w,
-    float* y,
-    int64_t y_stride,
-    int64_t columns,
-    bool accumulate,
-    const float* bias) {
-  constexpr int kFirst = R < kAvx2Rows ? R : kAvx2Rows;
-  for (int64_t half = 0; half < 2 && columns > 16 * half; ++half) {
-    const int64_t offset = 16 * half, half_columns = std::min<int64_t>(16, columns - offset);
-    const float* half_bias = bias != nullptr ? bias + offset : nullptr;
-    half_panel_kernel_avx2<kFirst>(
-        depth, x, w + offset, y + offset, y_stride, half_columns, accumulate, half_bias);
-    if constexpr (R > kAvx2Rows) {
-      half_panel_kernel_avx2<R - kAvx2Rows>(
-          depth, x + kAvx2Rows, w + offset, y + kAvx2Rows * y_stride + offset, y_stride, half_columns,
-          accumulate, half_bias);
-    }
-  }
-}
-
-using PanelKernel =
-    void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, bool, const float*);
-
-PanelKernel panel_kernel_for(KernelIsa isa, int64_t rows) {
-  static const PanelKernel avx512[kBlockRows] = {panel_kernel<1>,  panel_kernel<2>,  panel_kernel<3>,
-                                                 panel_kernel<4>,  panel_kernel<5>,  panel_kernel<6>,
-                                                 panel_kernel<7>,  panel_kernel<8>,  panel_kernel<9>,
-                                                 panel_kernel<10>, panel_kernel<11>, panel_kernel<12>};
-  static const PanelKernel avx2[kBlockRows] = {
-      panel_kernel_avx2<1>, panel_kernel_avx2<2>,  panel_kernel_avx2<3>,  panel_kernel_avx2<4>,
-      panel_kernel_avx2<5>, panel_kernel_avx2<6>,  panel_kernel_avx2<7>,  panel_kernel_avx2<8>,
-      panel_kernel_avx2<9>, panel_kernel_avx2<10>, panel_kernel_avx2<11>, panel_kernel_avx2<12>};
+// The kernel for `rows` (1 .. kBlockRows) rows of x.
+template <typename Weight, size_t... R>
+PanelKernel<Weight> panel_kernel_for(KernelIsa isa, int64_t rows, std::index_sequence<R...>) {
+  static const PanelKernel<Weight> avx512[] = {panel_kernel_avx512<R + 1, Weight>...};
+  static const PanelKernel<Weight> avx2[] = {panel_kernel_avx2<R + 1, Weight>...};
   return (isa == KernelIsa::avx512 ? avx512 : avx2)[rows - 1];
+}
+
+template <typename Weight>
+PanelKernel<Weight> panel_kernel_for(KernelIsa isa, int64_t rows) {
+  return panel_kernel_for<Weight>(isa, rows, std::make_index_sequence<kBlockRows>());
 }
 
 #endif
 
 }  // namespace
 
-PackedWeight::PackedWeight(const torch::Tensor& weight, const torch::Tensor& bias) {
+PackedWeight::PackedWeight(const torch::Tensor& weight, const torch::Tensor& bias, WeightStorage storage) {
   if (weight.dim() != 2 || !takes_cpu_kernels(weight) ||
       (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0) || !takes_cpu_kernels(bias)))) {
     throw std::invalid_argument(
@@ -184,11 +150,16 @@ PackedWeight::PackedWeight(const torch::Tensor& weight, const torch::Tensor& bia
   auto padded = torch::zeros({panels * kPanelWidth, in_features_}, weight.options());  // [P * 32, K]
   padded.narrow(0, 0, out_features_).copy_(weight);
   panels_ = padded.view({panels, kPanelWidth, in_features_}).transpose(1, 2).contiguous();  // [P, K, 32]
+  if (storage == WeightStorage::bf16) panels_ = panels_.to(torch::kBFloat16);  // rounded to nearest even
   if (bias.defined()) bias_ = bias.detach().contiguous();
 }
 
 bool PackedWeight::supported() {
   return best_kernel_isa() != KernelIsa::none;
+}
+
+WeightStorage PackedWeight::storage() const {
+  return panels_.scalar_type() == torch::kBFloat16 ? WeightStorage::bf16 : WeightStorage::fp32;
 }
 
 torch::Tensor PackedWeight::linear(const torch::Tensor& x) const {
@@ -207,11 +178,26 @@ torch::Tensor PackedWeight::linear(KernelIsa isa, const torch::Tensor& x) const 
 #if defined(__x86_64__)
   RECORD_FUNCTION("saccade::packed_linear", std::vector<c10::IValue>({x}));  // named in profiles
   const auto rows = x.contiguous();
-  const int64_t M = rows.size(0), K = in_features_, N = out_features_;
+  const int64_t M = rows.size(0), N = out_features_;
   auto y = torch::empty({M, N}, rows.options());  // [M, N]
+  if (storage() == WeightStorage::bf16) {
+    multiply(isa, rows, reinterpret_cast<const uint16_t*>(panels_.data_ptr()), y);
+  } else {
+    multiply(isa, rows, panels_.data_ptr<float>(), y);
+  }
+  return y;
+#else
+  return torch::Tensor();
+#endif
+}
+
+template <typename Weight>
+void PackedWeight::multiply(
+    KernelIsa isa, const torch::Tensor& rows, const Weight* w_data, torch::Tensor& y) const {
+#if defined(__x86_64__)
+  const int64_t M = rows.size(0), K = in_features_, N = out_features_;
   const int64_t panels = panels_.size(0);
   const float* x_data = rows.data_ptr<float>();
-  const float* w_data = panels_.data_ptr<float>();
   const float* b_data = bias_.defined() ? bias_.data_ptr<float>() : nullptr;
   float* y_data = y.data_ptr<float>();
   // A chunk of x in blocks of kBlockRows rows, k-major: [blocks, K, kBlockRows]. Only the rows a
@@ -235,9 +221,16 @@ torch::Tensor PackedWeight::linear(KernelIsa isa, const torch::Tensor& x) const 
         const int64_t depth = std::min(kDepth, K - k);
         const float* bias = b_data != nullptr && k + depth == K ? b_data + column : nullptr;
         for (int64_t block = 0; block < blocks; ++block) {
-          panel_kernel_for(isa, std::min(kBlockRows, chunk_rows - block * kBlockRows))(
-              depth, packed_x.data() + (block * K + k) * kBlockRows, w_data + (panel * K + k) * kPanelWidth,
-              y_data + (chunk + block * kBlockRows) * N + column, N, columns, k > 0, bias);
+          const PanelProduct<Weight> product{
+              depth,
+              packed_x.data() + (block * K + k) * kBlockRows,
+              w_data + (panel * K + k) * kPanelWidth,
+              y_data + (chunk + block * kBlockRows) * N + column,
+              N,
+              columns,
+              k > 0,
+              bias};
+          panel_kernel_for<Weight>(isa, std::min(kBlockRows, chunk_rows - block * kBlockRows))(product);
         }
       }
     }
@@ -261,24 +254,38 @@ torch::Tensor PackedWeight::linear(KernelIsa isa, const torch::Tensor& x) const 
           0, panels, 1, [&](int64_t begin, int64_t end) { multiply_chunk(chunk, packed_x, begin, end); });
     }
   }
-  return y;
-#else
-  return torch::Tensor();
 #endif
 }
 
 torch::Tensor PackedWeights::linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  const bool packable = !linear_needs_gradient(x, weight, bias) && PackedWeight::supported() &&
-                        x.dim() == 2 && weight.dim() == 2 && x.size(0) > kMaxRows &&
-                        x.size(1) == weight.size(1) && takes_cpu_kernels(x) && takes_cpu_kernels(weight) &&
-                        (!bias.defined() || takes_cpu_kernels(bias));
-  if (!packable) return few_rows_linear(x, weight, bias);
-  const Key key{weight.data_ptr(), weight.size(0),   weight.size(1),
-                weight.stride(0),  weight.stride(1), bias.defined() ? bias.data_ptr() : nullptr};
-  auto found = packs_->find(key);
-  if (found == packs_->end()) found = packs_->emplace(key, PackedWeight(weight.detach(), bias)).first;
+  const bool kernels = !linear_needs_gradient(x, weight, bias) && PackedWeight::supported() && x.dim() == 2 &&
+                       weight.dim() == 2 && x.size(1) == weight.size(1) && takes_cpu_kernels(x) &&
+                       takes_cpu_kernels(weight) && (!bias.defined() || takes_cpu_kernels(bias));
+  if (!kernels) return few_rows_linear(x, weight, bias);  // torch::linear, as the kernels do not take it
+  const auto storage = DecodingPrecision::bf16_weights() ? WeightStorage::bf16 : WeightStorage::fp32;
+  const Key key{
+      weight.data_ptr(),
+      weight.size(0),
+      weight.size(1),
+      weight.stride(0),
+      weight.stride(1),
+      bias.defined() ? bias.data_ptr() : nullptr,
+      storage};
+  if (x.size(0) <= kMaxRows) {
+    if (storage == WeightStorage::fp32) return few_rows_linear(x, weight, bias);
+    auto& rows = packs_->bf16_rows[key];
+    if (!rows.defined()) rows = weight.detach().to(torch::kBFloat16).contiguous();  // [N, K]
+    return few_rows_linear(x, rows, bias);
+  }
+  auto found = packs_->panels.find(key);
+  if (found == packs_->panels.end())
+    found = packs_->panels.emplace(key, PackedWeight(weight.detach(), bias, storage)).first;
   return found->second.linear(x);
+}
+
+int64_t PackedWeights::size() const {
+  return static_cast<int64_t>(packs_->panels.size() + packs_->bf16_rows.size());
 }
 
 }  // namespace saccade

@@ -1,5 +1,6 @@
 // y = x W^T + b for inference with more rows than few_rows_linear takes (a batch of images or
-// beams per decoding step), from weights packed once for an AVX-512 or an AVX2 kernel.
+// beams per decoding step), from weights packed once, in float32 or bf16, for an AVX-512 or an
+// AVX2 kernel.
 //
 //   PackedWeights packed;                                  // one per set of weights; copies share it
 //   for (t ...) logits = packed.linear(h, out->weight, out->bias);   // [32, 512] -> [32, 10000]
@@ -7,7 +8,8 @@
 // PackedWeight stores W as panels of kPanelWidth output columns, k-major, so the AVX-512 kernel
 // keeps a kBlockRows x kPanelWidth block of y in 24 registers, reads two vectors of W and
 // broadcasts kBlockRows values of x per step of k; the AVX2 kernel, with half the registers of
-// half the width, takes the block as 6 rows by 16 columns at a time. BLAS libraries repack W at every call,
+// half the width, takes the block as 6 rows by 16 columns at a time. Both are one body over
+// vector lanes (vector_lanes.h). BLAS libraries repack W at every call,
 // which costs as much as the product when x has a few dozen rows; and Debian's OpenBLAS runs its AVX2 kernels
 // on CPUs it does not know or when OPENBLAS_CORETYPE pins them. Sums run in another order than BLAS's, so
 // results differ from torch::linear by rounding (relative ~1e-6), deterministically and independently of the
@@ -27,16 +29,24 @@
 
 namespace saccade {
 
+// How PackedWeight keeps W: float32, or bf16 (rounded to nearest once; half the bytes to stream,
+// widened exactly as the kernel loads them, products summed in float32).
+enum class WeightStorage { fp32, bf16 };
+
 // Output columns of one panel: two AVX-512 vectors.
 inline constexpr int64_t kPanelWidth = 32;
 // Rows of x one kernel call multiplies: 2 x kBlockRows accumulators, two W vectors and a
 // broadcast fill the 32 registers.
 inline constexpr int64_t kBlockRows = 12;
 
-// A float32 weight [N, K] and bias [N] packed for the kernel; immutable.
+// A float32 weight [N, K] and bias [N] packed for the kernel, W stored as `storage` says;
+// immutable.
 class PackedWeight {
  public:
-  PackedWeight(const torch::Tensor& weight, const torch::Tensor& bias = {});
+  PackedWeight(
+      const torch::Tensor& weight,
+      const torch::Tensor& bias = {},
+      WeightStorage storage = WeightStorage::fp32);
 
   // True when the CPU (and the OS) run AVX-512F, or AVX2 and FMA; otherwise linear() must not
   // be called.
@@ -49,29 +59,40 @@ class PackedWeight {
 
   int64_t out_features() const { return out_features_; }
   int64_t in_features() const { return in_features_; }
+  WeightStorage storage() const;
 
  private:
-  torch::Tensor panels_;  // [ceil(N / kPanelWidth), K, kPanelWidth], zero columns past N
+  // y = rows W^T + b from the panels' data (float, or uint16_t: bf16 bits).
+  template <typename Weight>
+  void multiply(KernelIsa isa, const torch::Tensor& rows, const Weight* w_data, torch::Tensor& y) const;
+
+  torch::Tensor panels_;  // [ceil(N / kPanelWidth), K, kPanelWidth], zero columns past N; float or bf16
   torch::Tensor bias_;    // [N] contiguous, or undefined
   int64_t out_features_ = 0, in_features_ = 0;
 };
 
 // The packed copies of the weights one set of products uses, made the first time a product needs
-// one (keyed by the weight view: data pointer, sizes and strides). Copies share the packs. Keep it
-// only as long as the weights do not change: it does not notice in-place updates.
+// one (keyed by the weight view: data pointer, sizes and strides, and the storage). Copies share
+// the packs. Keep it only as long as the weights do not change: it does not notice in-place
+// updates.
 class PackedWeights {
  public:
   // y = x W^T + b by the fastest route for x: few_rows_linear up to kMaxRows rows; the packed
   // kernel for more rows of float32 on a CPU with AVX-512 or AVX2 when no gradient is needed;
-  // torch::linear otherwise.
+  // torch::linear otherwise. Inside a DecodingPrecision with bf16 weights (decoding_precision.h)
+  // both kernels read a bf16 copy of W.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
-  // How many weight views are packed (with the copies' packs).
-  int64_t size() const { return static_cast<int64_t>(packs_->size()); }
+  // How many weight views are packed or copied to bf16 (with the copies' packs).
+  int64_t size() const;
 
  private:
-  using Key = std::tuple<const void*, int64_t, int64_t, int64_t, int64_t, const void*>;
-  std::shared_ptr<std::map<Key, PackedWeight>> packs_ = std::make_shared<std::map<Key, PackedWeight>>();
+  using Key = std::tuple<const void*, int64_t, int64_t, int64_t, int64_t, const void*, WeightStorage>;
+  struct Packs {
+    std::map<Key, PackedWeight> panels;      // for more than kMaxRows rows
+    std::map<Key, torch::Tensor> bf16_rows;  // [N, K] bf16, for few_rows_linear
+  };
+  std::shared_ptr<Packs> packs_ = std::make_shared<Packs>();
 };
 
 }  // namespace saccade

@@ -1,5 +1,6 @@
-// few_rows_linear against torch::linear (BLAS) for every kernel this CPU runs: row counts across
-// the kFewRows groups, widths that leave remainders, strided weights, with and without bias; and
+// few_rows_linear against a double-precision product for every kernel this CPU runs: row counts
+// across the kFewRows groups, widths that leave remainders, float32 and bf16 weights, strided
+// weights, with and without bias; and
 // the fallbacks (gradients, too many rows, other dtypes) returning torch::linear's result itself.
 #include "kernels/few_rows_linear.h"
 
@@ -16,23 +17,28 @@ TEST(FewRowsLinear, MatchesBlasForEveryShapeItTakes) {
   // K: a multiple of 16, a multiple of 8 only, neither; N: odd, and less than one 4-row block.
   for (const auto& [N, K] :
        std::vector<std::pair<int64_t, int64_t>>{{37, 64}, {101, 40}, {3, 77}, {1000, 512}}) {
-    const auto weight = torch::randn({N, K});
     const auto bias = torch::randn({N});
-    for (int64_t M = 1; M <= kMaxRows; ++M) {
-      const auto x = torch::randn({M, K});
-      const auto reference = torch::nn::functional::linear(
-          x.to(torch::kDouble), weight.to(torch::kDouble),
-          bias.to(torch::kDouble));  // [M, N]
-      for (const KernelIsa isa : supported_kernel_isas()) {
-        const auto y = few_rows_linear(isa, x, weight, bias);
-        ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
-        const double error = (y.to(torch::kDouble) - reference).abs().max().item<double>();
-        EXPECT_LT(error, 1e-4 * std::sqrt(static_cast<double>(K)))
-            << to_string(isa) << " M=" << M << " N=" << N << " K=" << K;
-        const auto no_bias = few_rows_linear(isa, x, weight);
-        EXPECT_LT(
-            (no_bias.to(torch::kDouble) - (reference - bias.to(torch::kDouble))).abs().max().item<double>(),
-            1e-4 * std::sqrt(static_cast<double>(K)));
+    // bf16 weights are widened exactly, so the reference multiplies their values in double; the
+    // float32 weights' product differs from it by ~2e-3 sqrt(K), twenty times the tolerance.
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+      const auto weight = torch::randn({N, K}).to(dtype);
+      for (int64_t M = 1; M <= kMaxRows; ++M) {
+        const auto x = torch::randn({M, K});
+        const auto reference = torch::nn::functional::linear(
+            x.to(torch::kDouble), weight.to(torch::kDouble),
+            bias.to(torch::kDouble));  // [M, N]
+        for (const KernelIsa isa : supported_kernel_isas()) {
+          const auto y = few_rows_linear(isa, x, weight, bias);
+          ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+          ASSERT_EQ(y.scalar_type(), torch::kFloat);
+          const double error = (y.to(torch::kDouble) - reference).abs().max().item<double>();
+          EXPECT_LT(error, 1e-4 * std::sqrt(static_cast<double>(K)))
+              << to_string(isa) << " " << dtype << " M=" << M << " N=" << N << " K=" << K;
+          const auto no_bias = few_rows_linear(isa, x, weight);
+          EXPECT_LT(
+              (no_bias.to(torch::kDouble) - (reference - bias.to(torch::kDouble))).abs().max().item<double>(),
+              1e-4 * std::sqrt(static_cast<double>(K)));
+        }
       }
     }
   }
@@ -73,6 +79,10 @@ TEST(FewRowsLinear, FallsBackToTorchLinearWhereItDoesNotApply) {
   const auto transposed = torch::randn({16, 20}).t();
   EXPECT_TRUE(torch::equal(
       few_rows_linear(x.detach(), transposed), torch::nn::functional::linear(x.detach(), transposed)));
+  // bf16 weights where the kernel does not apply: torch::linear of their float32 values.
+  const auto bf16 = weight.to(torch::kBFloat16);
+  EXPECT_TRUE(
+      torch::equal(few_rows_linear(many, bf16), torch::nn::functional::linear(many, bf16.to(torch::kFloat))));
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
 // PackedWeight against a double-precision product, for every kernel this CPU runs (AVX-512,
 // AVX2): row counts across blocks and chunks, widths across panels and half panels, depths across
-// passes, strided weights, with and without bias; the same bits for any thread count; and
-// PackedWeights' choice of route and reuse of its packs.
+// passes, weights stored in float32 and bf16, strided weights, with and without bias; the same
+// bits for any thread count; and PackedWeights' choice of route, reuse of its packs and bf16
+// copies inside a bf16 DecodingPrecision.
 #include "kernels/packed_linear.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "device/torch_compat.h"
+#include "kernels/decoding_precision.h"
 #include "kernels/few_rows_linear.h"
 
 namespace saccade {
@@ -42,21 +45,32 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
   // short), two chunks (16 blocks of 12 each); N: one column, less than half a panel, half a panel
   // plus one, a panel less one, a panel plus one, several panels; K: one, odd, more than a pass
   // (256), two passes plus one.
+  // bf16 storage: the reference multiplies the rounded weights in double (the kernel widens them
+  // exactly); the float32 weights' product is ~2e-3 sqrt(K) away from it, far past the tolerance.
   for (const KernelIsa isa : supported_kernel_isas()) {
-    for (const int64_t M : {3, 13, 24, 31, 200}) {
-      for (const int64_t N : {1, 9, 17, 31, 33, 100}) {
-        for (const int64_t K : {1, 7, 300, 513}) {
-          const auto weight = torch::randn({N, K});
-          const auto bias = torch::randn({N});
-          const auto x = torch::randn({M, K});
-          const double tolerance = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
-          const auto y = PackedWeight(weight, bias).linear(isa, x);
-          ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
-          EXPECT_LT(max_error(y, reference_linear(x, weight, bias)), tolerance)
-              << to_string(isa) << " M=" << M << " N=" << N << " K=" << K;
-          EXPECT_LT(
-              max_error(PackedWeight(weight).linear(isa, x), reference_linear(x, weight, {})), tolerance)
-              << to_string(isa) << " no bias, M=" << M << " N=" << N << " K=" << K;
+    for (const auto storage : {WeightStorage::fp32, WeightStorage::bf16}) {
+      for (const int64_t M : {3, 13, 24, 31, 200}) {
+        for (const int64_t N : {1, 9, 17, 31, 33, 100}) {
+          for (const int64_t K : {1, 7, 300, 513}) {
+            const auto weight = torch::randn({N, K});
+            const auto stored =
+                storage == WeightStorage::bf16 ? weight.to(torch::kBFloat16).to(torch::kFloat) : weight;
+            const auto bias = torch::randn({N});
+            const auto x = torch::randn({M, K});
+            const double tolerance = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
+            const PackedWeight packed(weight, bias, storage);
+            ASSERT_EQ(packed.storage(), storage);
+            const auto y = packed.linear(isa, x);
+            ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+            const auto shape = std::string(to_string(isa)) + (storage == WeightStorage::bf16 ? " bf16" : "") +
+                               " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                               " K=" + std::to_string(K);
+            EXPECT_LT(max_error(y, reference_linear(x, stored, bias)), tolerance) << shape;
+            EXPECT_LT(
+                max_error(PackedWeight(weight, {}, storage).linear(isa, x), reference_linear(x, stored, {})),
+                tolerance)
+                << "no bias, " << shape;
+          }
         }
       }
     }
@@ -144,6 +158,43 @@ TEST(PackedWeights, ChoosesTheRouteByRowsAndGradient) {
   y.sum().backward();
   EXPECT_TRUE(torch::allclose(x.grad(), weight.sum(0).expand({kMaxRows + 4, 48}), 1e-5, 1e-5));
   EXPECT_EQ(fresh.size(), 0);
+}
+
+// runtime.precision=bf16 on the CPU: both routes read bf16 copies of W, made once per weight
+// view; a float32 scope inside reads W itself again.
+TEST(PackedWeights, ReadsBf16CopiesInsideABf16DecodingPrecision) {
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(4);
+  const auto weight = torch::randn({64, 48});
+  const auto bias = torch::randn({64});
+  const auto few = torch::randn({5, 48});
+  const auto many = torch::randn({kMaxRows + 1, 48});
+  const torch::Device cpu(torch::kCPU);
+  PackedWeights packed;
+  EXPECT_FALSE(DecodingPrecision::bf16_weights());
+  {
+    const DecodingPrecision bf16({cpu, Precision::bf16});
+    EXPECT_TRUE(DecodingPrecision::bf16_weights());
+    EXPECT_FALSE(compat::autocast_enabled(c10::DeviceType::CPU));  // the kernels take the products
+    EXPECT_TRUE(torch::equal(
+        packed.linear(few, weight, bias), few_rows_linear(few, weight.to(torch::kBFloat16), bias)));
+    EXPECT_TRUE(torch::equal(
+        packed.linear(many, weight, bias), PackedWeight(weight, bias, WeightStorage::bf16).linear(many)));
+    packed.linear(few, weight, bias);
+    EXPECT_EQ(packed.size(), 2);  // a bf16 copy of W's rows and a bf16 pack
+    {
+      const DecodingPrecision fp32({cpu, Precision::fp32});
+      EXPECT_FALSE(DecodingPrecision::bf16_weights());
+      EXPECT_TRUE(torch::equal(packed.linear(few, weight, bias), few_rows_linear(few, weight, bias)));
+    }
+    EXPECT_TRUE(DecodingPrecision::bf16_weights());
+  }
+  EXPECT_FALSE(DecodingPrecision::bf16_weights());
+  EXPECT_EQ(
+      DecodingPrecision::describe({cpu, Precision::bf16}),
+      "cpu, bf16 weights (float32 activations and sums)");
+  EXPECT_EQ(DecodingPrecision::describe({cpu, Precision::fp32}), "cpu, fp32");
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+// DecodingPrecision: autocast, or bf16 weights for the CPU kernels.
+#include "kernels/decoding_precision.h"
+
+namespace saccade {
+namespace {
+
+thread_local bool bf16_weights_on_this_thread = false;
+
+bool reads_bf16_weights(const Placement& placement) {
+  return placement.device.is_cpu() && placement.precision == Precision::bf16;
+}
+
+}  // namespace
+
+DecodingPrecision::DecodingPrecision(const Placement& placement)
+    : autocast_(reads_bf16_weights(placement) ? Placement{placement.device, Precision::fp32} : placement),
+      was_bf16_weights_(bf16_weights_on_this_thread) {
+  bf16_weights_on_this_thread = reads_bf16_weights(placement);
+}
+
+DecodingPrecision::~DecodingPrecision() {
+  bf16_weights_on_this_thread = was_bf16_weights_;
+}
+
+bool DecodingPrecision::bf16_weights() {
+  return bf16_weights_on_this_thread;
+}
+
+std::string DecodingPrecision::describe(const Placement& placement) {
+  if (reads_bf16_weights(placement))
+    return placement.device.str() + ", bf16 weights (float32 activations and sums)";
+  return saccade::describe(placement);
+}
+
+}  // namespace saccade
