@@ -46,8 +46,9 @@ struct DecodeSplitOptions {
   // process would decode, so the captions are bit for bit a single process's) and every rank
   // gets the whole split back. nullptr = this process decodes everything.
   ProcessGroup* group = nullptr;
-  // The precision the encoder and decoder run in (runtime.precision), on the model's device: a
-  // DecodingPrecision scope (kernels/decoding_precision.h).
+  // runtime.precision, for a DecodingPrecision scope (kernels/decoding_precision.h) around the
+  // encoder and decoder on the model's device: autocast, or on the CPU with bf16 the decoder's
+  // weights read as bf16 and the encoder in float32.
   Precision precision = Precision::fp32;
   // Sampled searches draw batch n's words after seeding LibTorch's generator from (seed, n): a
   // decode repeats, and is the same whichever rank decodes the batch.

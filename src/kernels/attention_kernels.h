@@ -24,7 +24,8 @@ namespace saccade {
 // gradient into the TimeSharedTensor's buffer in place. In float, tanh is a rational minimax
 // approximation (|error| < 4e-7) that vectorizes; doubles use std::tanh.
 torch::Tensor additive_scores(const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w);
-// The same by a chosen kernel (tests run each one the CPU supports; none = the plain ops).
+// The same by a chosen kernel (tests run each one the CPU supports; none = the plain ops); `isa`
+// must be one the CPU runs.
 torch::Tensor additive_scores(
     KernelIsa isa, const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w);
 

@@ -1,6 +1,8 @@
 // DecodingPrecision: autocast, or bf16 weights for the CPU kernels.
 #include "kernels/decoding_precision.h"
 
+#include "device/torch_compat.h"
+
 namespace saccade {
 namespace {
 
@@ -14,11 +16,14 @@ bool reads_bf16_weights(const Placement& placement) {
 
 DecodingPrecision::DecodingPrecision(const Placement& placement)
     : autocast_(reads_bf16_weights(placement) ? Placement{placement.device, Precision::fp32} : placement),
-      was_bf16_weights_(bf16_weights_on_this_thread) {
+      was_bf16_weights_(bf16_weights_on_this_thread),
+      was_cpu_autocast_(compat::autocast_enabled(c10::DeviceType::CPU)) {
   bf16_weights_on_this_thread = reads_bf16_weights(placement);
+  if (bf16_weights_on_this_thread) compat::set_autocast_enabled(c10::DeviceType::CPU, false);
 }
 
 DecodingPrecision::~DecodingPrecision() {
+  compat::set_autocast_enabled(c10::DeviceType::CPU, was_cpu_autocast_);
   bf16_weights_on_this_thread = was_bf16_weights_;
 }
 

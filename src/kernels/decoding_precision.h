@@ -1,4 +1,5 @@
-// DecodingPrecision: the scope captions are decoded in, for runtime.precision.
+// DecodingPrecision: the scope captions are decoded in, for runtime.precision (by eval, caption,
+// the sample figures, training's validation and bench beam).
 //
 //   const DecodingPrecision precision({model.device(), Precision::bf16});
 //   auto captions = search(model, annotations);   // the decoder's products read bf16 weights
@@ -8,7 +9,8 @@
 // end, slowly on CPUs without bf16 instructions. Here instead the products that need no
 // gradient read bf16 copies of their weights (PackedWeights, packed_linear.h): a decoding step
 // is bound by streaming its weights, and bf16 halves the bytes, while activations and sums stay
-// float32. The encoder runs in float32.
+// float32. CPU autocast is off in the scope, even inside an autocast scope. The encoder runs in
+// float32.
 #pragma once
 
 #include <string>
@@ -34,6 +36,7 @@ class DecodingPrecision {
  private:
   Autocast autocast_;
   bool was_bf16_weights_ = false;
+  bool was_cpu_autocast_ = false;
 };
 
 }  // namespace saccade

@@ -8,6 +8,7 @@
 #include <torch/nn/functional/linear.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "kernels/vector_lanes.h"
@@ -62,7 +63,9 @@ SACCADE_INLINE void few_rows_block(const FewRowsProduct<Weight>& product, int64_
       for (int j = 0; j < RowsOfW; ++j) {
         if (n + j < n_end) {
           float sum = sum_lanes(acc[r][j]);
-          for (int64_t k = K_lanes; k < K; ++k) sum += x[r * x_stride + k] * load_floats<1>(rows[j] + k)[0];
+          // One rounding per product, as the vector loop's FMAs, whatever GCC would contract.
+          for (int64_t k = K_lanes; k < K; ++k)
+            sum = std::fma(x[r * x_stride + k], load_floats<1>(rows[j] + k)[0], sum);
           y[r * y_stride + n + j] = bias ? sum + bias[n + j] : sum;
         }
       }
@@ -108,6 +111,13 @@ bool is_bf16_on_cpu(const torch::Tensor& t) {
   return t.device().is_cpu() && t.scalar_type() == torch::kBFloat16;
 }
 
+// torch::linear, of a bf16 weight's float32 values when x is float32 on the CPU (autocast and
+// every other dtype see the weight as it is).
+torch::Tensor plain_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  const bool widen = is_bf16_on_cpu(weight) && x.scalar_type() == torch::kFloat;
+  return torch::nn::functional::linear(x, widen ? weight.to(torch::kFloat) : weight, bias);
+}
+
 bool takes_fast_path(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   return !linear_needs_gradient(x, weight, bias) && x.dim() == 2 && weight.dim() == 2 && x.size(0) >= 1 &&
          x.size(0) <= kMaxRows && x.size(1) == weight.size(1) && takes_cpu_kernels(x) &&
@@ -129,8 +139,7 @@ torch::Tensor few_rows_linear(
 
 torch::Tensor few_rows_linear(
     KernelIsa isa, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (isa == KernelIsa::none || !takes_fast_path(x, weight, bias))
-    return torch::nn::functional::linear(x, weight.to(x.scalar_type()), bias);
+  if (isa == KernelIsa::none || !takes_fast_path(x, weight, bias)) return plain_linear(x, weight, bias);
 #if defined(__x86_64__)
   RECORD_FUNCTION("saccade::few_rows_linear", std::vector<c10::IValue>({x, weight}));  // named in profiles
   const auto rows = x.contiguous();                                                    // [M, K]
@@ -166,7 +175,7 @@ torch::Tensor few_rows_linear(
   }
   return y;
 #else
-  return torch::nn::functional::linear(x, weight.to(x.scalar_type()), bias);
+  return plain_linear(x, weight, bias);
 #endif
 }
 

@@ -8,8 +8,9 @@
 //
 // A body over Lanes, inlined into a function compiled for AVX2 and FMA (W = 32 bytes of values)
 // or AVX-512 (W = 64 bytes), uses that instruction set's registers, and a * b + c becomes one
-// FMA. W = 1 is a scalar, for the tails. The helpers are always inlined: a vector passed to an
-// out-of-line function would take the baseline ABI, hence the -Wpsabi note silenced here.
+// FMA. W = 1 is a scalar, for the tails. The helpers are always inlined, so no vector crosses a
+// call in the baseline ABI; GCC's note that it would (-Wpsabi) is silenced in the files that
+// include this header (the kernels), where the bodies are instantiated.
 #pragma once
 
 #include <cmath>
@@ -84,14 +85,16 @@ SACCADE_INLINE Lanes<float, W> load_floats(const uint16_t* bf16) {
 // |error| < 4e-7 for every float, with no branch, so it vectorizes. Doubles (the gradient tests)
 // take std::tanh lane by lane.
 template <typename V>
-SACCADE_INLINE V tanh_lanes(V x) {
+SACCADE_INLINE V tanh_lanes(const V& value) {
+  V x = value;
   if constexpr (std::is_same_v<std::remove_cv_t<std::remove_reference_t<decltype(x[0])>>, double>) {
     for (int i = 0; i < static_cast<int>(sizeof x / sizeof x[0]); ++i) x[i] = std::tanh(x[i]);
     return x;
   } else {
-    const V limit = V{} + 7.90531110763549805f;  // tanh rounds to +-1 beyond
-    x = x < limit ? x : limit;
-    x = x > -limit ? x : -limit;
+    // Clamped where tanh rounds to +-1; written so that a NaN fails both tests and stays NaN.
+    const V limit = V{} + 7.90531110763549805f;
+    x = x > limit ? limit : x;
+    x = x < -limit ? -limit : x;
     const V x2 = x * x;
     V p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
     p = x2 * p + -8.60467152213735e-11f;

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <limits>
 #include <vector>
 
 namespace saccade {
@@ -79,6 +81,14 @@ TEST(AttentionKernelsTanhTest, ScoresFollowTanhOverItsWholeRange) {
       const auto e = additive_scores(isa, TimeSharedTensor(keys), torch::zeros({1, A}), w);  // [1, L]
       EXPECT_LT((e[0] - torch::tanh(x)).abs().max().item<double>(), 1e-6) << to_string(isa) << " lane " << a;
     }
+  }
+  // A NaN key stays NaN (a clamp that picked the limit would turn it into a score of 1).
+  auto keys = torch::zeros({1, 2, A});
+  keys[0][1][3] = std::numeric_limits<float>::quiet_NaN();
+  for (const KernelIsa isa : supported_kernel_isas()) {
+    const auto e = additive_scores(isa, TimeSharedTensor(keys), torch::zeros({1, A}), torch::ones({A}));
+    EXPECT_FALSE(std::isnan(e[0][0].item<float>())) << to_string(isa);
+    EXPECT_TRUE(std::isnan(e[0][1].item<float>())) << to_string(isa);
   }
 }
 

@@ -66,6 +66,10 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
                                " M=" + std::to_string(M) + " N=" + std::to_string(N) +
                                " K=" + std::to_string(K);
             EXPECT_LT(max_error(y, reference_linear(x, stored, bias)), tolerance) << shape;
+            // bf16 panels give the float32 panels' bits for the rounded weights: widening is exact.
+            if (storage == WeightStorage::bf16) {
+              EXPECT_TRUE(torch::equal(y, PackedWeight(stored, bias).linear(isa, x))) << shape;
+            }
             EXPECT_LT(
                 max_error(PackedWeight(weight, {}, storage).linear(isa, x), reference_linear(x, stored, {})),
                 tolerance)
@@ -177,8 +181,9 @@ TEST(PackedWeights, ReadsBf16CopiesInsideABf16DecodingPrecision) {
     const DecodingPrecision bf16({cpu, Precision::bf16});
     EXPECT_TRUE(DecodingPrecision::bf16_weights());
     EXPECT_FALSE(compat::autocast_enabled(c10::DeviceType::CPU));  // the kernels take the products
-    EXPECT_TRUE(torch::equal(
-        packed.linear(few, weight, bias), few_rows_linear(few, weight.to(torch::kBFloat16), bias)));
+    // The kernels' bits for the rounded weights (torch::linear would sum in another order).
+    const auto rounded = weight.to(torch::kBFloat16).to(torch::kFloat);
+    EXPECT_TRUE(torch::equal(packed.linear(few, weight, bias), few_rows_linear(few, rounded, bias)));
     EXPECT_TRUE(torch::equal(
         packed.linear(many, weight, bias), PackedWeight(weight, bias, WeightStorage::bf16).linear(many)));
     packed.linear(few, weight, bias);
@@ -191,6 +196,17 @@ TEST(PackedWeights, ReadsBf16CopiesInsideABf16DecodingPrecision) {
     EXPECT_TRUE(DecodingPrecision::bf16_weights());
   }
   EXPECT_FALSE(DecodingPrecision::bf16_weights());
+  {
+    // Inside a bf16 autocast scope (training's forward pass), decoding still reads bf16 weights
+    // with autocast off, and autocast is on again afterwards.
+    const Autocast autocast({cpu, Precision::bf16});
+    {
+      const DecodingPrecision bf16({cpu, Precision::bf16});
+      EXPECT_FALSE(compat::autocast_enabled(c10::DeviceType::CPU));
+      EXPECT_EQ(packed.linear(few, weight, bias).scalar_type(), torch::kFloat);
+    }
+    EXPECT_TRUE(compat::autocast_enabled(c10::DeviceType::CPU));
+  }
   EXPECT_EQ(
       DecodingPrecision::describe({cpu, Precision::bf16}),
       "cpu, bf16 weights (float32 activations and sums)");
