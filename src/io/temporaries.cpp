@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "io/log.h"
 
@@ -32,6 +34,41 @@ bool process_alive(long pid) {
   return state != 'Z' && state != 'X';
 }
 
+// A temporary's name, `<target>.tmp-<pid>` (or the older `<target>.tmp<pid>`), taken apart.
+struct TemporaryName {
+  std::string target;
+  long pid = 0;
+};
+
+std::optional<TemporaryName> parse_temporary_name(const std::string& name) {
+  const size_t marker = name.rfind(".tmp");
+  if (marker == std::string::npos || marker == 0) return std::nullopt;
+  std::string digits = name.substr(marker + 4);
+  if (!digits.empty() && digits.front() == '-') digits.erase(0, 1);
+  if (digits.empty() || digits.size() > 9) return std::nullopt;
+  for (const char c : digits)
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  return TemporaryName{name.substr(0, marker), std::stol(digits)};
+}
+
+// Removes each of `candidates` that names a temporary whose process is gone (and, with a
+// `target_name`, only that target's); logs each; returns how many.
+int remove_if_stale(const std::vector<std::filesystem::path>& candidates, const std::string* target_name) {
+  int removed = 0;
+  for (const auto& path : candidates) {
+    const auto temporary = parse_temporary_name(path.filename().string());
+    if (!temporary || (target_name && temporary->target != *target_name) || process_alive(temporary->pid))
+      continue;
+    std::error_code ignored;
+    if (std::filesystem::remove_all(path, ignored) > 0) {
+      log::info() << "Removed " << path.string() << ", left by process " << temporary->pid
+                  << " that no longer runs";
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 }  // namespace
 
 std::filesystem::path temporary_for(const std::filesystem::path& target) {
@@ -40,27 +77,24 @@ std::filesystem::path temporary_for(const std::filesystem::path& target) {
 
 int remove_stale_temporaries(const std::filesystem::path& target) {
   const std::filesystem::path folder = target.has_parent_path() ? target.parent_path() : ".";
-  const std::string prefix = target.filename().string() + ".tmp";
+  std::vector<std::filesystem::path> beside;
   std::error_code error;
-  int removed = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    std::string digits = name.substr(prefix.size());
-    if (!digits.empty() && digits.front() == '-')
-      digits.erase(0, 1);  // .tmp-<pid>, or .tmp<pid> of older versions
-    if (digits.empty() || digits.size() > 9) continue;
-    bool numeric = true;
-    for (const char c : digits) numeric = numeric && std::isdigit(static_cast<unsigned char>(c));
-    if (!numeric || process_alive(std::stol(digits))) continue;
-    std::error_code ignored;
-    if (std::filesystem::remove_all(entry.path(), ignored) > 0) {
-      log::info() << "Removed " << entry.path().string() << ", left by process " << digits
-                  << " that no longer runs";
-      ++removed;
-    }
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) beside.push_back(entry.path());
+  const std::string target_name = target.filename().string();
+  return remove_if_stale(beside, &target_name);
+}
+
+int remove_stale_temporaries_within(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> within;
+  std::error_code error;
+  for (auto entry = std::filesystem::recursive_directory_iterator(folder, error);
+       entry != std::filesystem::recursive_directory_iterator(); entry.increment(error)) {
+    if (error) break;
+    within.push_back(entry->path());
+    // A stale temporary folder goes whole; what it holds is not looked into.
+    if (parse_temporary_name(entry->path().filename().string())) entry.disable_recursion_pending();
   }
-  return removed;
+  return remove_if_stale(within, nullptr);
 }
 
 AtomicFile::AtomicFile(const std::filesystem::path& target)

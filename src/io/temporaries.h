@@ -4,6 +4,7 @@
 //
 //   const auto temporary = temporary_for(cache);   // <cache>.tmp-<pid>
 //   remove_stale_temporaries(cache);               // <cache>.tmp-<dead pid>, and the older <cache>.tmp<pid>
+//   remove_stale_temporaries_within(run);          // every <anything>.tmp-<dead pid> under run/
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,10 @@ std::filesystem::path temporary_for(const std::filesystem::path& target);
 // gone (on this machine: a folder shared with other machines may hold their live ones, which are
 // kept only when their id is alive here too). Logs each; returns how many.
 int remove_stale_temporaries(const std::filesystem::path& target);
+
+// The same for every temporary anywhere under `folder` (a run a killed process was writing, when
+// another process resumes it): whatever its target. Returns how many.
+int remove_stale_temporaries_within(const std::filesystem::path& folder);
 
 // The one checked writer of every file a run keeps: a temporary beside the target, renamed into
 // place by commit(). Every write is checked: a failure (a full disk) throws std::runtime_error

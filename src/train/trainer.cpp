@@ -249,9 +249,9 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
       options_.resume ? *options_.resume / "checkpoints" / "last" : std::filesystem::path();
   if (options_.resume) {
     check_checkpoint(resume_dir);
-    // What a killed process of that run was writing: its checkpoints stay as they were.
-    for (const char* kind : {"last", "best"})
-      remove_stale_temporaries(*options_.resume / "checkpoints" / kind);
+    // What a killed process of that run was writing (a checkpoint, the report, a figure): what it
+    // had finished stays as it was.
+    remove_stale_temporaries_within(*options_.resume);
   }
   vocabulary_ = options_.resume
                     ? load_checkpoint_vocabulary(resume_dir)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <sstream>
 
 #include "io/metrics_csv.h"
@@ -127,7 +128,8 @@ TEST(Train, SameSeedGivesIdenticalLosses) {
   EXPECT_NE(losses, train_losses(only_run(other_seed.path())));
 }
 
-// Two epochs in one run, and one epoch then a resumed one, give the same epoch-2 losses.
+// Two epochs in one run, and one epoch then a resumed one, give the same epoch-2 losses. The
+// resume removes what a killed process of the first run left half-written.
 void expect_exact_resume(const std::vector<std::string>& overrides) {
   TempDir whole, half;
   ASSERT_EQ(train_smoke(whole.path(), overrides).exit_code, 0);
@@ -135,11 +137,15 @@ void expect_exact_resume(const std::vector<std::string>& overrides) {
   one_epoch.push_back("train.epochs=1");
   ASSERT_EQ(train_smoke(half.path(), one_epoch).exit_code, 0);
   const auto first_half = only_run(half.path());
+  const auto torn_report = first_half / "report.html.tmp-999999999";  // above any pid_max
+  std::ofstream(torn_report) << "<html";
   TempDir resumed;
   auto resume = overrides;
   resume.push_back("train.resume=" + first_half.string());
   const auto result = train_smoke(resumed.path(), resume);
   ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(std::filesystem::exists(torn_report));
+  EXPECT_TRUE(std::filesystem::exists(first_half / "report.html"));
   const auto expected = train_losses(only_run(whole.path()), 2);
   ASSERT_FALSE(expected.empty());
   EXPECT_EQ(train_losses(only_run(resumed.path()), 2), expected);

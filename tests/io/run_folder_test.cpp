@@ -94,6 +94,33 @@ TEST(Temporaries, TheNextWriterRemovesThoseOfDeadProcesses) {
   EXPECT_FALSE(std::filesystem::exists(dir / ("cache.tmp-" + dead)));
 }
 
+// A resume clears a whole run of what its killed process was writing, whatever the target, and
+// leaves finished files, live writers' temporaries and names that only look alike.
+TEST(Temporaries, WithinAFolderEveryDeadProcesssTemporaryGoes) {
+  TempDir dir;
+  const std::string dead = "999999999";
+  write_file(dir / ("report.html.tmp-" + dead), "torn");
+  std::filesystem::create_directories(dir / ("checkpoints/last.tmp-" + dead + "/nested.tmp-" + dead));
+  std::filesystem::create_directories(dir / "samples");
+  write_file(dir / ("samples/0.png.tmp" + dead), "torn, older naming");
+  write_file(dir / "samples/1.png", "finished");
+  const auto live = dir / ("samples/2.png.tmp-" + std::to_string(::getppid()));
+  write_file(live, "being written");
+  write_file(dir / "samples/notes.tmp-x1", "not a temporary");
+  write_file(dir / (".tmp-" + dead), "no target");
+
+  EXPECT_EQ(remove_stale_temporaries_within(dir.path()), 3);
+  EXPECT_FALSE(std::filesystem::exists(dir / ("report.html.tmp-" + dead)));
+  EXPECT_FALSE(std::filesystem::exists(dir / ("checkpoints/last.tmp-" + dead)));
+  EXPECT_TRUE(std::filesystem::exists(dir / "checkpoints"));
+  EXPECT_FALSE(std::filesystem::exists(dir / ("samples/0.png.tmp" + dead)));
+  EXPECT_EQ(read_file(dir / "samples/1.png"), "finished");
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(dir / "samples/notes.tmp-x1"));
+  EXPECT_TRUE(std::filesystem::exists(dir / (".tmp-" + dead)));
+  EXPECT_EQ(remove_stale_temporaries_within(dir / "absent"), 0);
+}
+
 // A killed process that its parent has not reaped yet (a zombie) left its temporaries for good.
 TEST(Temporaries, AZombieProcessCountsAsGone) {
   TempDir dir;
