@@ -157,6 +157,15 @@ std::vector<torch::Tensor> rows_of(const std::vector<torch::Tensor>& xs, const t
 
 }  // namespace
 
+std::vector<int64_t> parameter_versions(const torch::nn::Module& module) {
+  std::vector<int64_t> versions;
+  for (const auto& parameter : module.parameters()) {
+    versions.push_back(reinterpret_cast<intptr_t>(parameter.data_ptr()));
+    versions.push_back(static_cast<int64_t>(parameter._version()));
+  }
+  return versions;
+}
+
 DecoderState DecoderState::index_select(const torch::Tensor& index) const {
   DecoderState selected = reorder_beams(index);
   if (memory.keys.defined()) selected.memory = memory.index_select(index);
@@ -274,11 +283,7 @@ AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::recurrence() cons
 
 AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::step_recurrence() {
   if (torch::GradMode::is_enabled()) return recurrence();
-  std::vector<int64_t> key;
-  for (const auto& parameter : parameters()) {
-    key.push_back(reinterpret_cast<intptr_t>(parameter.data_ptr()));
-    key.push_back(static_cast<int64_t>(parameter._version()));
-  }
+  auto key = parameter_versions(*this);
   if (!step_weights_ || key != step_weights_key_) {
     step_weights_ = std::make_shared<Recurrence>(recurrence());
     step_weights_key_ = std::move(key);

@@ -174,8 +174,9 @@ struct DecoderState {
   torch::Tensor h;         // [B, H]
   torch::Tensor c;         // [B, H]
   AttentionMemory memory;  // attention keys/values, computed once per image by init_state
-  // Transformer, per layer: the keys and values of the words read so far [B, N, t, K], and the
-  // cross-attention's keys and values of the grid [B, N, L, K] (once per image).
+  // Transformer, per layer: the keys and values of the words read so far, [B, N, K, t] (keys
+  // transposed) and [B, N, t, K], and the cross-attention's keys and values of the grid,
+  // [B, N, K, L] and [B, N, L, K] (once per image).
   std::vector<torch::Tensor> word_keys, word_values, grid_keys, grid_values;
   int64_t steps = 0;  // words read so far (the Transformer's next position)
 
@@ -232,6 +233,11 @@ TORCH_MODULE(CaptionDecoder);
 // [0, T]) and returns the lengths. Throws std::invalid_argument naming the shape or value.
 std::vector<int64_t> checked_lengths(
     const torch::Tensor& annotations, const torch::Tensor& tokens, const torch::Tensor& lengths);
+
+// The data pointer and version counter of each of `module`'s parameters: two calls give the same
+// when no parameter was replaced or changed in place (an optimizer step) between them, so what a
+// decoder derived from its weights (fused or packed copies) can be kept that long.
+std::vector<int64_t> parameter_versions(const torch::nn::Module& module);
 
 // Parameter names (checkpoints load by name):
 //   embedding.weight [V, E]
@@ -297,7 +303,7 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
 
   DecoderOptions options_;
   std::shared_ptr<Recurrence> step_weights_;  // step_recurrence()'s cache
-  std::vector<int64_t> step_weights_key_;     // data pointers and versions of the parameters
+  std::vector<int64_t> step_weights_key_;     // parameter_versions() when it was made
 };
 TORCH_MODULE(AttentionLSTMDecoder);
 

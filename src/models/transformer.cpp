@@ -1,9 +1,7 @@
 // Multi-head attention, the refiner's layers and the refiner (see transformer.h).
 #include "models/transformer.h"
 
-#include <torch/nn/functional/activation.h>
 #include <torch/nn/functional/dropout.h>
-#include <torch/nn/functional/linear.h>
 #include <torch/nn/init.h>
 
 #include <cmath>
@@ -31,30 +29,43 @@ TransformerAttentionImpl::TransformerAttentionImpl(int64_t dim, int64_t heads, d
   torch::nn::init::zeros_(out_proj->bias);
 }
 
+torch::Tensor linear(
+    PackedWeights& packed, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return packed.linear(x.reshape({-1, x.size(-1)}), weight, bias).view(sizes);
+}
+
 torch::Tensor TransformerAttentionImpl::split_heads(const torch::Tensor& x) const {
   return x.reshape({x.size(0), x.size(1), heads_, dim_ / heads_}).transpose(1, 2);
 }
 
-torch::Tensor TransformerAttentionImpl::project(const torch::Tensor& x, int64_t part) {
-  return split_heads(
-      F::linear(x, in_proj_weight.narrow(0, part * dim_, dim_), in_proj_bias.narrow(0, part * dim_, dim_)));
+torch::Tensor TransformerAttentionImpl::project(const torch::Tensor& x, int64_t part, PackedWeights packed) {
+  return split_heads(linear(
+      packed, x, in_proj_weight.narrow(0, part * dim_, dim_), in_proj_bias.narrow(0, part * dim_, dim_)));
 }
 
 HeadsOutput TransformerAttentionImpl::attend(
-    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask) {
+    const torch::Tensor& q,
+    const torch::Tensor& keys_t,
+    const torch::Tensor& v,
+    const torch::Tensor& mask,
+    PackedWeights packed) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dim_ / heads_));
-  torch::Tensor scores = torch::matmul(q * scale, k.transpose(-2, -1));  // [B, N, T, S]
+  torch::Tensor scores = torch::matmul(q * scale, keys_t);  // [B, N, T, S]
   if (mask.defined()) scores = scores + mask;
   const torch::Tensor weights = torch::softmax(scores, -1);
   const torch::Tensor read =
       torch::matmul(F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training())), v);
   const torch::Tensor merged = read.transpose(1, 2).reshape({q.size(0), q.size(2), dim_});  // [B, T, D]
-  return {out_proj(merged), weights};
+  return {linear(packed, merged, out_proj->weight, out_proj->bias), weights};
 }
 
-HeadsOutput TransformerAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
-  const auto qkv = F::linear(x, in_proj_weight, in_proj_bias).chunk(3, -1);  // one GEMM for all three
-  return attend(split_heads(qkv[0]), split_heads(qkv[1]), split_heads(qkv[2]), mask);
+HeadsOutput TransformerAttentionImpl::forward(
+    const torch::Tensor& x, const torch::Tensor& mask, PackedWeights packed) {
+  const auto qkv = linear(packed, x, in_proj_weight, in_proj_bias).chunk(3, -1);  // one GEMM for all three
+  return attend(
+      split_heads(qkv[0]), split_heads(qkv[1]).transpose(-2, -1), split_heads(qkv[2]), mask, packed);
 }
 
 namespace {
@@ -66,8 +77,10 @@ torch::Tensor residual_feed_forward(
     torch::nn::Linear& linear1,
     torch::nn::Linear& linear2,
     torch::nn::LayerNorm& norm,
-    torch::nn::Dropout& dropout) {
-  return norm(x + dropout(linear2(dropout(torch::relu(linear1(x))))));
+    torch::nn::Dropout& dropout,
+    PackedWeights& packed) {
+  const auto hidden = dropout(torch::relu(linear(packed, x, linear1->weight, linear1->bias)));
+  return norm(x + dropout(linear(packed, hidden, linear2->weight, linear2->bias)));
 }
 
 }  // namespace
@@ -80,10 +93,10 @@ RefinerLayerImpl::RefinerLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, 
       norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
       dropout(register_module("dropout", torch::nn::Dropout(dropout_p))) {}
 
-HeadsOutput RefinerLayerImpl::forward(const torch::Tensor& x) {
-  HeadsOutput attended = self_attn(x);
+HeadsOutput RefinerLayerImpl::forward(const torch::Tensor& x, PackedWeights packed) {
+  HeadsOutput attended = self_attn->forward(x, {}, packed);
   const torch::Tensor mixed = norm1(x + dropout(attended.output));
-  return {residual_feed_forward(mixed, linear1, linear2, norm2, dropout), attended.weights};
+  return {residual_feed_forward(mixed, linear1, linear2, norm2, dropout, packed), attended.weights};
 }
 
 TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(
@@ -99,23 +112,26 @@ TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(
 
 DecoderLayerOutput TransformerDecoderLayerImpl::forward(
     const torch::Tensor& x,
-    const torch::Tensor& past_keys,
+    const torch::Tensor& past_keys_t,
     const torch::Tensor& past_values,
-    const torch::Tensor& grid_keys,
+    const torch::Tensor& grid_keys_t,
     const torch::Tensor& grid_values,
-    const torch::Tensor& mask) {
+    const torch::Tensor& mask,
+    PackedWeights packed) {
   DecoderLayerOutput out;
-  out.keys = self_attn->project(x, 1);
-  out.values = self_attn->project(x, 2);
-  if (past_keys.defined()) {
-    out.keys = torch::cat({past_keys, out.keys}, 2);
+  out.keys_t = self_attn->project(x, 1, packed).transpose(-2, -1);
+  out.values = self_attn->project(x, 2, packed);
+  if (past_keys_t.defined()) {
+    out.keys_t = torch::cat({past_keys_t, out.keys_t}, 3);
     out.values = torch::cat({past_values, out.values}, 2);
   }
-  const HeadsOutput own = self_attn->attend(self_attn->project(x, 0), out.keys, out.values, mask);
+  const HeadsOutput own =
+      self_attn->attend(self_attn->project(x, 0, packed), out.keys_t, out.values, mask, packed);
   const torch::Tensor words = norm1(x + dropout(own.output));
-  const HeadsOutput read = multihead_attn->attend(multihead_attn->project(words, 0), grid_keys, grid_values);
+  const HeadsOutput read =
+      multihead_attn->attend(multihead_attn->project(words, 0, packed), grid_keys_t, grid_values, {}, packed);
   const torch::Tensor grounded = norm2(words + dropout(read.output));
-  out.x = residual_feed_forward(grounded, linear1, linear2, norm3, dropout);
+  out.x = residual_feed_forward(grounded, linear1, linear2, norm3, dropout, packed);
   out.grid_weights = read.weights;
   return out;
 }

@@ -38,9 +38,19 @@
 #include <string>
 #include <vector>
 
+#include "kernels/packed_linear.h"
+
 namespace saccade {
 
 class Config;
+
+// x [..., K] W^T + b through `packed` (which takes rows [M, K]): torch's linear where a gradient
+// is needed, the packed kernels in inference.
+torch::Tensor linear(
+    PackedWeights& packed,
+    const torch::Tensor& x,
+    const torch::Tensor& weight,
+    const torch::Tensor& bias = {});
 
 // What a multi-head attention returns.
 struct HeadsOutput {
@@ -50,22 +60,28 @@ struct HeadsOutput {
 
 // Multi-head scaled dot-product attention. Parameters in_proj_weight [3D, D], in_proj_bias [3D]
 // (queries, keys, values stacked), out_proj.{weight [D, D], bias}: torch.nn.MultiheadAttention's.
+// Every product goes through `packed` (linear above).
 class TransformerAttentionImpl : public torch::nn::Module {
  public:
   // Throws std::invalid_argument unless heads divides dim.
   TransformerAttentionImpl(int64_t dim, int64_t heads, double dropout);
 
   // Queries, keys and values all from x [B, T, D]. mask: optional additive [T, T] (0 or -inf).
-  HeadsOutput forward(const torch::Tensor& x, const torch::Tensor& mask = {});
+  HeadsOutput forward(const torch::Tensor& x, const torch::Tensor& mask = {}, PackedWeights packed = {});
 
   // The parts, for callers that keep keys and values between calls:
   // [B, T, D] -> [B, N, T, K] through rows part*D .. (part+1)*D - 1 of in_proj (0 queries,
   // 1 keys, 2 values).
-  torch::Tensor project(const torch::Tensor& x, int64_t part);
-  // Attention of queries q [B, N, T, K] over keys k and values v [B, N, S, K]; mask as above
+  torch::Tensor project(const torch::Tensor& x, int64_t part, PackedWeights packed = {});
+  // Attention of queries q [B, N, T, K] over keys given transposed, keys_t [B, N, K, S] (a cache
+  // kept so is read as it lies, with no copy per step), and values v [B, N, S, K]; mask as above
   // ([T, S]).
   HeadsOutput attend(
-      const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask = {});
+      const torch::Tensor& q,
+      const torch::Tensor& keys_t,
+      const torch::Tensor& v,
+      const torch::Tensor& mask = {},
+      PackedWeights packed = {});
 
   int64_t heads() const { return heads_; }
 
@@ -85,7 +101,7 @@ class RefinerLayerImpl : public torch::nn::Module {
  public:
   RefinerLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, double dropout);
   // x [B, L, D] -> the layer's output [B, L, D] and its attention weights [B, N, L, L].
-  HeadsOutput forward(const torch::Tensor& x);
+  HeadsOutput forward(const torch::Tensor& x, PackedWeights packed = {});
 
   TransformerAttention self_attn{nullptr};
   torch::nn::Linear linear1{nullptr}, linear2{nullptr};
@@ -97,7 +113,8 @@ TORCH_MODULE(RefinerLayer);
 // What a decoder layer returns.
 struct DecoderLayerOutput {
   torch::Tensor x;             // [B, T, D]
-  torch::Tensor keys, values;  // [B, N, S + T, K]: the self-attention's keys and values, earlier words first
+  torch::Tensor keys_t;        // [B, N, K, S + T]: the self-attention's keys, transposed, earlier words first
+  torch::Tensor values;        // [B, N, S + T, K]: its values
   torch::Tensor grid_weights;  // [B, N, T, L]: the cross-attention's weights over the grid
 };
 
@@ -109,16 +126,18 @@ struct DecoderLayerOutput {
 class TransformerDecoderLayerImpl : public torch::nn::Module {
  public:
   TransformerDecoderLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, double dropout);
-  // x [B, T, D]: new positions after S earlier ones whose self-attention keys and values are
-  // past_keys, past_values [B, N, S, K] (undefined: S = 0). grid_keys, grid_values [B, N, L, K]:
-  // multihead_attn->project(grid, 1) and (grid, 2). mask: additive [T, S + T] or undefined.
+  // x [B, T, D]: new positions after S earlier ones whose self-attention keys (transposed) and
+  // values are past_keys_t [B, N, K, S] and past_values [B, N, S, K] (undefined: S = 0).
+  // grid_keys_t [B, N, K, L], grid_values [B, N, L, K]: multihead_attn->project(grid, 1), transposed,
+  // and (grid, 2). mask: additive [T, S + T] or undefined.
   DecoderLayerOutput forward(
       const torch::Tensor& x,
-      const torch::Tensor& past_keys,
+      const torch::Tensor& past_keys_t,
       const torch::Tensor& past_values,
-      const torch::Tensor& grid_keys,
+      const torch::Tensor& grid_keys_t,
       const torch::Tensor& grid_values,
-      const torch::Tensor& mask = {});
+      const torch::Tensor& mask = {},
+      PackedWeights packed = {});
 
   TransformerAttention self_attn{nullptr}, multihead_attn{nullptr};
   torch::nn::Linear linear1{nullptr}, linear2{nullptr};

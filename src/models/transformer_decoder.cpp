@@ -2,7 +2,6 @@
 // decoding (see transformer_decoder.h).
 #include "models/transformer_decoder.h"
 
-#include <torch/nn/functional/linear.h>
 #include <torch/nn/init.h>
 
 #include <cmath>
@@ -39,22 +38,34 @@ torch::Tensor TransformerDecoderImpl::embed(const torch::Tensor& words, int64_t 
   return torch::dropout(x, options_.dropout, is_training());
 }
 
-void TransformerDecoderImpl::remember_grid(const torch::Tensor& annotations, DecoderState& state) {
+PackedWeights TransformerDecoderImpl::packs() {
+  if (torch::GradMode::is_enabled()) return PackedWeights();
+  auto key = parameter_versions(*this);
+  if (key != packs_key_) {
+    packs_ = PackedWeights();
+    packs_key_ = std::move(key);
+  }
+  return packs_;
+}
+
+void TransformerDecoderImpl::remember_grid(
+    const torch::Tensor& annotations, DecoderState& state, PackedWeights& packed) {
   if (annotations.dim() != 3 || annotations.size(2) != options_.annotation_dim) {
     throw std::invalid_argument(
         "The decoder expects annotations [B, L, " + std::to_string(options_.annotation_dim) + "], got " +
         c10::str(annotations.sizes()));
   }
-  const auto grid = grid_proj(annotations);  // [B, L, d]
+  const auto grid = linear(packed, annotations, grid_proj->weight, grid_proj->bias);  // [B, L, d]
   for (const auto& layer : *layers) {
     auto& attention = *layer->as<TransformerDecoderLayerImpl>()->multihead_attn;
-    state.grid_keys.push_back(attention.project(grid, 1));    // [B, N, L, K]
-    state.grid_values.push_back(attention.project(grid, 2));  // [B, N, L, K]
+    state.grid_keys.push_back(
+        attention.project(grid, 1, packed).transpose(-2, -1).contiguous());        // [B, N, K, L]
+    state.grid_values.push_back(attention.project(grid, 2, packed).contiguous());  // [B, N, L, K]
   }
 }
 
 std::pair<torch::Tensor, torch::Tensor> TransformerDecoderImpl::run_layers(
-    torch::Tensor x, DecoderState& state, const torch::Tensor& mask) {
+    torch::Tensor x, DecoderState& state, const torch::Tensor& mask, PackedWeights& packed) {
   const int64_t maps_layer =
       options_.maps_layer < 0 ? options_.layers + options_.maps_layer : options_.maps_layer;
   state.word_keys.resize(static_cast<size_t>(options_.layers));
@@ -62,18 +73,17 @@ std::pair<torch::Tensor, torch::Tensor> TransformerDecoderImpl::run_layers(
   torch::Tensor maps;
   for (size_t i = 0; i < layers->size(); ++i) {
     DecoderLayerOutput out = layers[i]->as<TransformerDecoderLayerImpl>()->forward(
-        x, state.word_keys[i], state.word_values[i], state.grid_keys[i], state.grid_values[i], mask);
+        x, state.word_keys[i], state.word_values[i], state.grid_keys[i], state.grid_values[i], mask, packed);
     x = out.x;
-    state.word_keys[i] = out.keys;
+    state.word_keys[i] = out.keys_t;
     state.word_values[i] = out.values;
     if (static_cast<int64_t>(i) == maps_layer) maps = out.grid_weights;
   }
   return {x, maps};
 }
 
-torch::Tensor TransformerDecoderImpl::logits(const torch::Tensor& x) {
-  return torch::nn::functional::linear(
-      x, options_.tied_embeddings ? embedding->weight : out_weight, out_bias);
+torch::Tensor TransformerDecoderImpl::logits(const torch::Tensor& x, PackedWeights& packed) {
+  return linear(packed, x, options_.tied_embeddings ? embedding->weight : out_weight, out_bias);
 }
 
 DecoderOutput TransformerDecoderImpl::forward(
@@ -84,14 +94,16 @@ DecoderOutput TransformerDecoderImpl::forward(
   checked_lengths(annotations, tokens, lengths);
   if (mask.defined()) throw std::invalid_argument("The Transformer decoder reads whole grids: no mask");
   const int64_t T = tokens.size(1);
-  DecoderState state = init_state(annotations);
-  auto [x, maps] = run_layers(embed(tokens, 0), state, causal_mask(T, annotations.options()));
+  PackedWeights packed = packs();
+  DecoderState state;
+  remember_grid(annotations, state, packed);
+  auto [x, maps] = run_layers(embed(tokens, 0), state, causal_mask(T, annotations.options()), packed);
   // Padding positions (t >= lengths[b]) are zeros, as the LSTM leaves them.
   const auto real = torch::arange(T, lengths.options().dtype(torch::kLong)).unsqueeze(0) <
                     lengths.to(torch::kLong).unsqueeze(1);  // [B, T]
   const auto keep = real.to(x.scalar_type()).to(x.device());
   DecoderOutput output;
-  output.logits = logits(x) * keep.unsqueeze(2);                          // [B, T, V]
+  output.logits = logits(x, packed) * keep.unsqueeze(2);                  // [B, T, V]
   output.alphas = maps.transpose(1, 2) * keep.unsqueeze(2).unsqueeze(3);  // [B, T, N, L]
   return output;
 }
@@ -99,7 +111,8 @@ DecoderOutput TransformerDecoderImpl::forward(
 DecoderState TransformerDecoderImpl::init_state(const torch::Tensor& annotations, const torch::Tensor& mask) {
   if (mask.defined()) throw std::invalid_argument("The Transformer decoder reads whole grids: no mask");
   DecoderState state;
-  remember_grid(annotations, state);
+  PackedWeights packed = packs();
+  remember_grid(annotations, state, packed);
   return state;
 }
 
@@ -115,10 +128,11 @@ DecoderStep TransformerDecoderImpl::step(
   }
   DecoderStep step;
   step.state = state;
-  auto [x, maps] = run_layers(embed(prev_tokens.unsqueeze(1), state.steps), step.state, {});
+  PackedWeights packed = packs();
+  auto [x, maps] = run_layers(embed(prev_tokens.unsqueeze(1), state.steps), step.state, {}, packed);
   step.state.steps = state.steps + 1;
-  step.logits = logits(x.squeeze(1));  // [B, V]
-  step.alpha = maps.squeeze(2);        // [B, N, L]
+  step.logits = logits(x.squeeze(1), packed);  // [B, V]
+  step.alpha = maps.squeeze(2);                // [B, N, L]
   return step;
 }
 

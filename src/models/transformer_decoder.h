@@ -17,6 +17,9 @@
 // word. Decoding keeps, per layer, the keys and values of the words read so far (DecoderState
 // word_keys/word_values) and the grid's (grid_keys/grid_values, once per image): a step projects
 // only the new word and attends over t + 1 keys, so it costs O(t), not a pass over the prefix.
+// The keys are kept transposed and contiguous, [B, N, K, t], as the scores' product reads them.
+// Products that need no gradient run on packed copies of the weights, kept while the weights do
+// not change (kernels/packed_linear.h; bf16 copies inside a bf16 DecodingPrecision).
 // alpha is layer maps_layer's cross-attention, every head: [B, N, L] per step, [B, T, N, L] in
 // forward, as multihead attention's (overlays draw the heads' mean or each head).
 //
@@ -68,15 +71,20 @@ class TransformerDecoderImpl : public CaptionDecoderImpl {
   // x_t for words [B, T] at positions first .. first + T - 1: [B, T, d].
   torch::Tensor embed(const torch::Tensor& words, int64_t first);
   // Every layer's cross-attention keys and values of annotations [B, L, D].
-  void remember_grid(const torch::Tensor& annotations, DecoderState& state);
+  void remember_grid(const torch::Tensor& annotations, DecoderState& state, PackedWeights& packed);
   // The layers over x [B, T, d] after state.steps cached positions; appends each layer's keys and
   // values to `state` (replacing the cache) and returns the output [B, T, d] and the maps layer's
   // cross-attention [B, N, T, L].
   std::pair<torch::Tensor, torch::Tensor> run_layers(
-      torch::Tensor x, DecoderState& state, const torch::Tensor& mask);
-  torch::Tensor logits(const torch::Tensor& x);
+      torch::Tensor x, DecoderState& state, const torch::Tensor& mask, PackedWeights& packed);
+  torch::Tensor logits(const torch::Tensor& x, PackedWeights& packed);
+  // The packs this call's products use: kept between calls while parameter_versions() stays the
+  // same; a fresh (unused) one where a gradient is needed. Not thread-safe.
+  PackedWeights packs();
 
   DecoderOptions options_;
+  PackedWeights packs_;
+  std::vector<int64_t> packs_key_;  // parameter_versions() when packs_ was made
 };
 TORCH_MODULE(TransformerDecoder);
 

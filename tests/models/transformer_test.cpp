@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "finite_difference.h"
+#include "kernels/decoding_precision.h"
 #include "models/captioner.h"
 #include "models/grid_position.h"
 #include "test_util.h"
@@ -299,10 +300,11 @@ TEST(TransformerDecoderLayer, EqualsTorchTransformerDecoderLayerUnderTheCausalMa
   const auto mask = causal_mask(words, torch::kFloat);
   const auto expected = theirs(x.transpose(0, 1), grid.transpose(0, 1), mask).transpose(0, 1);
   const auto out = ours->forward(
-      x, {}, {}, ours->multihead_attn->project(grid, 1), ours->multihead_attn->project(grid, 2), mask);
+      x, {}, {}, ours->multihead_attn->project(grid, 1).transpose(-2, -1),
+      ours->multihead_attn->project(grid, 2), mask);
   EXPECT_TRUE(torch::allclose(out.x, expected, 1e-5, 1e-5));
   EXPECT_EQ(out.grid_weights.sizes(), torch::IntArrayRef({3, heads, words, 7}));
-  EXPECT_EQ(out.keys.sizes(), torch::IntArrayRef({3, heads, words, dim / heads}));
+  EXPECT_EQ(out.keys_t.sizes(), torch::IntArrayRef({3, heads, dim / heads, words}));
 }
 
 DecoderOptions tiny_transformer(bool tied = false) {
@@ -356,7 +358,7 @@ TEST(TransformerDecoder, CachedStepsEqualTheFullPassAndPaddingIsZero) {
       const DecoderStep step = decoder->step(state, tokens.select(1, t));
       state = step.state;
       // The cache holds exactly the words read: nothing before them is recomputed.
-      EXPECT_EQ(state.word_keys[1].size(2), t + 1);
+      EXPECT_EQ(state.word_keys[1].size(3), t + 1);
       for (int64_t b : {0, 2}) {
         EXPECT_TRUE(torch::allclose(step.logits[b], full.logits[b][t], 1e-5, 1e-5)) << t;
         EXPECT_TRUE(torch::allclose(step.alpha[b], full.alphas[b][t], 1e-5, 1e-6)) << t;
@@ -369,6 +371,73 @@ TEST(TransformerDecoder, CachedStepsEqualTheFullPassAndPaddingIsZero) {
     EXPECT_TRUE(torch::equal(full.alphas[1].narrow(0, 3, 2), torch::zeros({2, 2, 4})));
     EXPECT_TRUE(torch::allclose(full.alphas[0].sum(-1), torch::ones({5, 2}), 1e-5, 1e-6));
   }
+}
+
+// Without autograd every product runs on packed copies of the weights (the panel kernel for the
+// grid's 3 x 21 rows, the few-rows kernel for a step's 3): the same numbers as the autograd pass
+// through torch's products, up to rounding. Packs follow in-place updates of the weights, and in
+// a bf16 DecodingPrecision they are the weights rounded to bf16.
+TEST(TransformerDecoder, InferenceRunsOnPackedWeightsThatFollowUpdatesAndBf16) {
+  torch::manual_seed(17);
+  DecoderOptions options = tiny_transformer();
+  options.vocab_size = 37;
+  options.annotation_dim = 20;
+  options.model_dim = 32;
+  options.ffn_dim = 48;
+  options.heads = 4;
+  TransformerDecoder decoder(options);
+  decoder->eval();
+  const auto annotations = torch::randn({3, 21, 20});
+  const auto tokens = torch::randint(0, 37, {3, 4});
+  const auto lengths = torch::full({3}, 4);
+  const auto steps = [&](TransformerDecoder& model) {
+    torch::NoGradGuard no_grad;
+    DecoderState state = model->init_state(annotations);
+    std::vector<torch::Tensor> logits;
+    for (int64_t t = 0; t < 4; ++t) {
+      DecoderStep step = model->step(state, tokens.select(1, t));
+      logits.push_back(step.logits);
+      state = step.state;
+    }
+    return torch::stack(logits, 1);  // [B, T, V]
+  };
+  const auto with_autograd = decoder->forward(annotations, tokens, lengths).logits.detach();
+  EXPECT_TRUE(torch::allclose(steps(decoder), with_autograd, 1e-5, 1e-5));
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(
+        torch::allclose(decoder->forward(annotations, tokens, lengths).logits, with_autograd, 1e-5, 1e-5));
+    decoder->grid_proj->weight.mul_(-2);  // packed into panels for the grid's 63 rows
+    decoder->layers[0]->as<TransformerDecoderLayerImpl>()->linear2->weight.mul_(-2);
+  }
+  const auto updated = decoder->forward(annotations, tokens, lengths).logits.detach();
+  ASSERT_FALSE(torch::allclose(updated, with_autograd, 1e-2, 1e-2));
+  EXPECT_TRUE(torch::allclose(steps(decoder), updated, 1e-5, 1e-5));
+
+  if (!PackedWeight::supported())
+    GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F: no bf16 copies";
+  // bf16: the matrices of the products rounded to bf16 (the norms, biases and embedding lookups
+  // stay float32), against a float32 decoder holding the rounded values.
+  TransformerDecoder rounded(options);
+  rounded->eval();
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = decoder->named_parameters();
+    for (auto& item : rounded->named_parameters()) {
+      const bool product_matrix = item.value().dim() == 2 && item.key() != "embedding.weight";
+      item.value().copy_(
+          product_matrix ? source[item.key()].to(torch::kBFloat16).to(torch::kFloat) : source[item.key()]);
+    }
+  }
+  const auto float_steps = steps(decoder);
+  torch::Tensor bf16_steps;
+  {
+    const DecodingPrecision bf16({c10::Device(c10::DeviceType::CPU), Precision::bf16});
+    bf16_steps = steps(decoder);
+  }
+  const auto reference = steps(rounded);
+  EXPECT_TRUE(torch::allclose(bf16_steps, reference, 1e-4, 1e-4));
+  EXPECT_GT((bf16_steps - float_steps).abs().max().item<double>(), 1e-4);  // the bf16 copies ran
 }
 
 TEST(TransformerDecoder, ReorderedBeamsCarryTheirOwnWords) {
