@@ -38,26 +38,30 @@ bool process_alive(long pid) {
 struct TemporaryName {
   std::string target;
   long pid = 0;
+  bool older_naming = false;  // .tmp<pid>
 };
 
 std::optional<TemporaryName> parse_temporary_name(const std::string& name) {
   const size_t marker = name.rfind(".tmp");
   if (marker == std::string::npos || marker == 0) return std::nullopt;
   std::string digits = name.substr(marker + 4);
-  if (!digits.empty() && digits.front() == '-') digits.erase(0, 1);
+  const bool older_naming = digits.empty() || digits.front() != '-';
+  if (!older_naming) digits.erase(0, 1);
   if (digits.empty() || digits.size() > 9) return std::nullopt;
   for (const char c : digits)
     if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-  return TemporaryName{name.substr(0, marker), std::stol(digits)};
+  return TemporaryName{name.substr(0, marker), std::stol(digits), older_naming};
 }
 
-// Removes each of `candidates` that names a temporary whose process is gone (and, with a
-// `target_name`, only that target's); logs each; returns how many.
+// Removes each of `candidates` that names a temporary whose process is gone: with a
+// `target_name`, that target's in either naming; without, any target's in the current naming
+// only (a whole folder's names are not all ours); logs each; returns how many.
 int remove_if_stale(const std::vector<std::filesystem::path>& candidates, const std::string* target_name) {
   int removed = 0;
   for (const auto& path : candidates) {
     const auto temporary = parse_temporary_name(path.filename().string());
-    if (!temporary || (target_name && temporary->target != *target_name) || process_alive(temporary->pid))
+    if (!temporary || (target_name ? temporary->target != *target_name : temporary->older_naming) ||
+        process_alive(temporary->pid))
       continue;
     std::error_code ignored;
     if (std::filesystem::remove_all(path, ignored) > 0) {
@@ -86,10 +90,10 @@ int remove_stale_temporaries(const std::filesystem::path& target) {
 
 int remove_stale_temporaries_within(const std::filesystem::path& folder) {
   std::vector<std::filesystem::path> within;
-  std::error_code error;
-  for (auto entry = std::filesystem::recursive_directory_iterator(folder, error);
+  std::error_code error;  // a folder that cannot be read ends the walk: what was found still goes
+  for (auto entry = std::filesystem::recursive_directory_iterator(
+           folder, std::filesystem::directory_options::skip_permission_denied, error);
        entry != std::filesystem::recursive_directory_iterator(); entry.increment(error)) {
-    if (error) break;
     within.push_back(entry->path());
     // A stale temporary folder goes whole; what it holds is not looked into.
     if (parse_temporary_name(entry->path().filename().string())) entry.disable_recursion_pending();

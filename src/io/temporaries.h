@@ -23,7 +23,8 @@ std::filesystem::path temporary_for(const std::filesystem::path& target);
 int remove_stale_temporaries(const std::filesystem::path& target);
 
 // The same for every temporary anywhere under `folder` (a run a killed process was writing, when
-// another process resumes it): whatever its target. Returns how many.
+// another process resumes it), whatever its target, in the current naming (.tmp-<pid>) only.
+// Returns how many.
 int remove_stale_temporaries_within(const std::filesystem::path& folder);
 
 // The one checked writer of every file a run keeps: a temporary beside the target, renamed into

@@ -9,8 +9,8 @@
 // end, slowly on CPUs without bf16 instructions. Here instead the products that need no
 // gradient read bf16 copies of their weights (PackedWeights, packed_linear.h): a decoding step
 // is bound by streaming its weights, and bf16 halves the bytes, while activations and sums stay
-// float32. CPU autocast is off in the scope, even inside an autocast scope. The encoder runs in
-// float32.
+// float32. CPU autocast is off in the scope, even inside an autocast scope. The CNN encoder runs
+// in float32; a refiner's products, like the decoder's, read bf16 copies.
 #pragma once
 
 #include <string>

@@ -46,8 +46,8 @@ SACCADE_INLINE void few_rows_block(const FewRowsProduct<Weight>& product, int64_
 #pragma GCC unroll 4
       for (int j = 0; j < RowsOfW; ++j) acc[r][j] = Lanes<float, W>{};
     }
-    // The same place in the next RowsOfW rows of W, asked for one pass ahead: each row is a
-    // short stream (2 KB at K = 512) that the hardware prefetcher does not ramp up for in time.
+    // The same place in the rows of W four passes ahead, asked for now: each row is a short
+    // stream (2 KB at K = 512) that the hardware prefetcher does not ramp up for in time.
     const uintptr_t ahead = static_cast<uintptr_t>(4 * RowsOfW * w_stride) * sizeof(Weight);
     for (int64_t k = 0; k < K_lanes; k += W) {
       Lanes<float, W> wv[RowsOfW];

@@ -74,7 +74,7 @@ class PackedWeight {
 // The packed copies of the weights one set of products uses, made the first time a product needs
 // one (keyed by the weight view: data pointer, sizes and strides, and the storage). Copies share
 // the packs. Keep it only as long as the weights do not change: it does not notice in-place
-// updates.
+// updates. Not thread-safe: linear() may add to the packs that every copy shares.
 class PackedWeights {
  public:
   // y = x W^T + b by the fastest route for x: few_rows_linear up to kMaxRows rows; the packed

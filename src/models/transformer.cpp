@@ -33,7 +33,7 @@ torch::Tensor linear(
     PackedWeights& packed, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
-  return packed.linear(x.reshape({-1, x.size(-1)}), weight, bias).view(sizes);
+  return packed.linear(x.flatten(0, -2), weight, bias).view(sizes);
 }
 
 torch::Tensor TransformerAttentionImpl::split_heads(const torch::Tensor& x) const {

@@ -109,11 +109,12 @@ TEST(Temporaries, WithinAFolderEveryDeadProcesssTemporaryGoes) {
   write_file(dir / "samples/notes.tmp-x1", "not a temporary");
   write_file(dir / (".tmp-" + dead), "no target");
 
-  EXPECT_EQ(remove_stale_temporaries_within(dir.path()), 3);
+  EXPECT_EQ(remove_stale_temporaries_within(dir.path()), 2);
   EXPECT_FALSE(std::filesystem::exists(dir / ("report.html.tmp-" + dead)));
   EXPECT_FALSE(std::filesystem::exists(dir / ("checkpoints/last.tmp-" + dead)));
   EXPECT_TRUE(std::filesystem::exists(dir / "checkpoints"));
-  EXPECT_FALSE(std::filesystem::exists(dir / ("samples/0.png.tmp" + dead)));
+  // The older naming is removed only by a writer of its own target: a folder's names are not all ours.
+  EXPECT_TRUE(std::filesystem::exists(dir / ("samples/0.png.tmp" + dead)));
   EXPECT_EQ(read_file(dir / "samples/1.png"), "finished");
   EXPECT_TRUE(std::filesystem::exists(live));
   EXPECT_TRUE(std::filesystem::exists(dir / "samples/notes.tmp-x1"));
