@@ -353,6 +353,78 @@ DecoderState AttentionLSTMDecoderImpl::init_state(
   return state;
 }
 
+namespace {
+
+// A batch's rows ordered longest caption first, so the rows still running at step t are a
+// prefix. The sort is stable: a batch that is already sorted stays as it is and nothing is copied.
+struct LongestFirst {
+  std::vector<int64_t> order;  // order[r]: the batch row at sorted position r
+  bool reordered = false;
+  torch::Tensor index;  // order on the batch's device
+
+  LongestFirst(const std::vector<int64_t>& length, const torch::Device& device) : order(length.size()) {
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return length[x] > length[y]; });
+    reordered = !std::is_sorted(order.begin(), order.end());
+    index = torch::tensor(order, torch::kLong).to(device);
+  }
+  torch::Tensor sorted(const torch::Tensor& x) const {
+    return reordered && x.defined() ? x.index_select(0, index) : x;
+  }
+};
+
+// Where the real steps lie: the recurrence appends step t's n_t rows (a prefix of the sorted
+// batch) to time-major lists at offsets[t]; outputs are batch-major [B, T, ...] in the original
+// row order, zeros at padding.
+class StepRows {
+ public:
+  StepRows(
+      const std::vector<int64_t>& length,
+      const LongestFirst& batch,
+      const std::vector<int64_t>& offsets,
+      int64_t T,
+      const torch::Device& device)
+      : B_(static_cast<int64_t>(length.size())), T_(T) {
+    std::vector<int64_t> rows, emb_rows, targets;
+    for (int64_t r = 0; r < B_; ++r) {
+      for (int64_t t = 0; t < length[batch.order[r]]; ++t) {
+        rows.push_back(offsets[t] + r);
+        emb_rows.push_back(t * B_ + r);
+        targets.push_back(batch.order[r] * T + t);
+      }
+    }
+    dense_ = static_cast<int64_t>(rows.size()) == B_ * T && !batch.reordered;  // no padding, rows in place
+    const auto to_index = [&](const std::vector<int64_t>& values) {
+      return torch::tensor(values, torch::kLong).to(device);
+    };
+    row_index_ = to_index(rows);
+    emb_index_ = to_index(emb_rows);
+    target_index_ = to_index(targets);
+  }
+
+  // The real steps' rows [N, ...], batch-major, of per-step tensors.
+  torch::Tensor gather(const std::vector<torch::Tensor>& steps) const {
+    return torch::cat(steps).index_select(0, row_index_);
+  }
+  // The same of a time-major [T * B, ...] tensor (row t * B + r for sorted row r).
+  torch::Tensor gather_time_major(const torch::Tensor& x) const { return x.index_select(0, emb_index_); }
+  // [N, ...] -> [B, T, ...], zeros at padding.
+  torch::Tensor scatter(const torch::Tensor& x) const {
+    std::vector<int64_t> shape = {B_, T_}, flat = {B_ * T_};
+    shape.insert(shape.end(), x.sizes().begin() + 1, x.sizes().end());
+    flat.insert(flat.end(), x.sizes().begin() + 1, x.sizes().end());
+    return dense_ ? x.view(shape)
+                  : torch::zeros(flat, x.options()).index_copy(0, target_index_, x).view(shape);
+  }
+
+ private:
+  int64_t B_, T_;
+  bool dense_ = false;
+  torch::Tensor row_index_, emb_index_, target_index_;
+};
+
+}  // namespace
+
 DecoderOutput AttentionLSTMDecoderImpl::forward(
     const torch::Tensor& annotations,
     const torch::Tensor& tokens,
@@ -361,20 +433,8 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   const std::vector<int64_t> length = checked_lengths(annotations, tokens, lengths);
   const int64_t B = tokens.size(0), T = tokens.size(1), E = options_.embed_dim, H = options_.hidden_dim;
 
-  // Longest caption first, so the rows still running at step t are a prefix. The sort is stable:
-  // a batch that is already sorted stays as it is and nothing is copied.
-  std::vector<int64_t> order(B);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return length[x] > length[y]; });
-  const bool reordered = !std::is_sorted(order.begin(), order.end());
-  const auto device = annotations.device();
-  const auto to_index = [&](const std::vector<int64_t>& values) {
-    return torch::tensor(values, torch::kLong).to(device);
-  };
-  const auto order_index = to_index(order);
-  const auto sorted = [&](const torch::Tensor& x) {
-    return reordered && x.defined() ? x.index_select(0, order_index) : x;
-  };
+  const LongestFirst batch(length, annotations.device());
+  const auto sorted = [&](const torch::Tensor& x) { return batch.sorted(x); };
 
   DecoderState state = init_state(sorted(annotations), sorted(mask));
   Recurrence w = recurrence();
@@ -398,7 +458,7 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   torch::Tensor h = state.h, c = state.c;  // [B, H]
   for (int64_t t = 0, packed = 0; t < T; ++t) {
     int64_t n = 0;
-    while (n < B && length[order[n]] > t) ++n;
+    while (n < B && length[batch.order[n]] > t) ++n;
     if (n == 0 && t > 0) break;
     if (n < memory.size()) memory = memory.head(n);
     if (n < h.size(0)) {
@@ -419,36 +479,17 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   }
 
   // Real steps in batch-major order (original row b, step t), then one output GEMM for them all.
-  std::vector<int64_t> rows, emb_rows, targets;
-  for (int64_t r = 0; r < B; ++r) {
-    for (int64_t t = 0; t < length[order[r]]; ++t) {
-      rows.push_back(offsets[t] + r);
-      emb_rows.push_back(t * B + r);
-      targets.push_back(order[r] * T + t);
-    }
-  }
-  const bool dense = static_cast<int64_t>(rows.size()) == B * T && !reordered;  // no padding, rows in place
-  const auto row_index = to_index(rows);
-  const auto target_index = to_index(targets);
-  const auto gather = [&](const std::vector<torch::Tensor>& steps) {
-    return torch::cat(steps).index_select(0, row_index);  // [N, ...]
-  };
-  const auto scatter = [&](const torch::Tensor& x) {  // [N, ...] -> [B, T, ...], zeros at padding
-    std::vector<int64_t> shape = {B, T}, flat = {B * T};
-    shape.insert(shape.end(), x.sizes().begin() + 1, x.sizes().end());
-    flat.insert(flat.end(), x.sizes().begin() + 1, x.sizes().end());
-    return dense ? x.view(shape) : torch::zeros(flat, x.options()).index_copy(0, target_index, x).view(shape);
-  };
+  const StepRows steps(length, batch, offsets, T, annotations.device());
 
   DecoderOutput output;
-  const auto context_rows = options_.deep_output ? gather(contexts) : torch::Tensor();  // [N, D]
-  const auto emb_rows_t = options_.deep_output ? emb.reshape({T * B, E}).index_select(0, to_index(emb_rows))
-                                               : torch::Tensor();             // [N, E]
-  output.logits = scatter(readout(w, gather(hs), context_rows, emb_rows_t));  // [B, T, V]
-  output.alphas = scatter(gather(alphas));                                    // [B, T, (N,) L]
-  if (gate) output.gates = scatter(gather(betas));                            // [B, T, G]
-  if (hard) output.weights = scatter(gather(weights));                        // [B, T, (N,) L]
-  output.expectation_rows = expectation_rows;                                 // [B]
+  const auto context_rows = options_.deep_output ? steps.gather(contexts) : torch::Tensor();  // [N, D]
+  const auto emb_rows =
+      options_.deep_output ? steps.gather_time_major(emb.reshape({T * B, E})) : torch::Tensor();  // [N, E]
+  output.logits = steps.scatter(readout(w, steps.gather(hs), context_rows, emb_rows));            // [B, T, V]
+  output.alphas = steps.scatter(steps.gather(alphas));              // [B, T, (N,) L]
+  if (gate) output.gates = steps.scatter(steps.gather(betas));      // [B, T, G]
+  if (hard) output.weights = steps.scatter(steps.gather(weights));  // [B, T, (N,) L]
+  output.expectation_rows = expectation_rows;                       // [B]
   return output;
 }
 
