@@ -105,14 +105,18 @@ std::vector<std::string> relation_caption(
   return words;
 }
 
-// The one object having attribute `word`, or -1 (no content word, or ambiguous).
-int named_object(const std::string& word, const std::vector<ShapesObject>& objects) {
+// The one object having attribute `word`, or -1 (no content word, or ambiguous). `kind` is set to
+// what the word names when it names one object.
+int named_object(const std::string& word, const std::vector<ShapesObject>& objects, PointingWordKind& kind) {
   std::string shape = is_one_of(word, kShapes) ? word : "";
   if (word.size() > 1 && word.back() == 's' && is_one_of(word.substr(0, word.size() - 1), kShapes))
     shape = word.substr(0, word.size() - 1);
   const std::string color = is_one_of(word, kColors) ? word : "";
   const std::string size = size_of(word);
   if (shape.empty() && color.empty() && size.empty()) return -1;
+  kind = !color.empty()   ? PointingWordKind::color
+         : !shape.empty() ? PointingWordKind::shape
+                          : PointingWordKind::size;
   int found = -1;
   for (size_t k = 0; k < objects.size(); ++k) {
     const ShapesObject& object = objects[k];
@@ -149,7 +153,8 @@ void add_shapes_caption(
   };
 
   for (size_t i = 0; i < caption.alphas.size(); ++i) {
-    const int k = named_object(caption.words[i], objects);
+    PointingWordKind kind{};
+    const int k = named_object(caption.words[i], objects, kind);
     if (k < 0) continue;
     const std::vector<float>& alpha = caption.alphas[i];
     if (static_cast<int64_t>(alpha.size()) != cells) {
@@ -160,8 +165,11 @@ void add_shapes_caption(
     const int64_t peak = std::max_element(alpha.begin(), alpha.end()) - alpha.begin();
     int64_t covered = 0;
     for (int64_t cell = 0; cell < cells; ++cell) covered += centre_inside(cell, objects[k]);
+    const bool hit = centre_inside(peak, objects[k]);
     ++tally.pointing_words;
-    tally.pointing_hits += centre_inside(peak, objects[k]);
+    tally.pointing_hits += hit;
+    ++tally.pointing_words_by_kind[static_cast<size_t>(kind)];
+    tally.pointing_hits_by_kind[static_cast<size_t>(kind)] += hit;
     tally.pointing_baseline += static_cast<double>(covered) / static_cast<double>(cells);
   }
 
@@ -234,6 +242,11 @@ void add_relation_choice(ShapesTally& tally, double stated_log_prob, double swap
                                                                       : 0.0;
 }
 
+const char* to_string(PointingWordKind kind) {
+  constexpr std::array<const char*, kPointingWordKinds> kNames = {"color", "shape", "size"};
+  return kNames[static_cast<size_t>(kind)];
+}
+
 ShapesScores finish(const ShapesTally& tally) {
   auto ratio = [](double numerator, int64_t denominator) -> std::optional<double> {
     if (denominator == 0) return std::nullopt;
@@ -243,6 +256,11 @@ ShapesScores finish(const ShapesTally& tally) {
   scores.pointing_words = tally.pointing_words;
   scores.pointing_accuracy = ratio(static_cast<double>(tally.pointing_hits), tally.pointing_words);
   scores.pointing_baseline = ratio(tally.pointing_baseline, tally.pointing_words);
+  for (size_t kind = 0; kind < kPointingWordKinds; ++kind) {
+    scores.pointing_words_by_kind[kind] = tally.pointing_words_by_kind[kind];
+    scores.pointing_accuracy_by_kind[kind] =
+        ratio(static_cast<double>(tally.pointing_hits_by_kind[kind]), tally.pointing_words_by_kind[kind]);
+  }
   scores.object_mentions = tally.object_mentions;
   scores.content_accuracy = ratio(static_cast<double>(tally.objects_matched), tally.object_mentions);
   scores.objects = tally.objects;
@@ -261,9 +279,18 @@ std::string describe(const ShapesScores& scores) {
     text << std::fixed << std::setprecision(4) << *value;
     return text.str();
   };
+  // The split by kind of word only where some word was scored (none without attention).
+  std::string by_kind;
+  for (size_t kind = 0; kind < kPointingWordKinds && scores.pointing_words > 0; ++kind) {
+    by_kind += std::string(kind == 0 ? "    by word          " : ", ") +
+               to_string(static_cast<PointingWordKind>(kind)) + " " +
+               number(scores.pointing_accuracy_by_kind[kind]) + " (" +
+               std::to_string(scores.pointing_words_by_kind[kind]) + ")" +
+               (kind + 1 == kPointingWordKinds ? "\n" : "");
+  }
   return "  pointing game      " + number(scores.pointing_accuracy) + "  (random attention " +
          number(scores.pointing_baseline) + ", " + std::to_string(scores.pointing_words) + " words)\n" +
-         "  content accuracy   " + number(scores.content_accuracy) + "  (" +
+         by_kind + "  content accuracy   " + number(scores.content_accuracy) + "  (" +
          std::to_string(scores.object_mentions) + " object mentions)\n" + "  object recall      " +
          number(scores.object_recall) + "  (" + std::to_string(scores.objects) + " objects)\n" +
          "  relation accuracy  " + number(scores.relation_accuracy) + "  (" +

@@ -17,7 +17,9 @@
 //    that exactly one object has; ambiguous and non-content words are skipped), a hit when the
 //    centre of the word's attention peak cell (argmax over the H x W grid) lies inside that
 //    object's box. The random-attention baseline is the expected hit rate of a uniformly random
-//    cell: the fraction of cell centres inside the box, averaged over the same words.
+//    cell: the fraction of cell centres inside the box, averaged over the same words. The same
+//    game is also scored apart for colour, shape and size words: a decoder may look at the
+//    object for one kind of word and beside it for another.
 //  - Content accuracy: the caption's object mentions - "[a|one|two|...] [size] [color] shape"
 //    with a shape name, its plural, or "shapes" (any shape) - each matched to a distinct,
 //    still-unmatched object having every attribute stated; a mention of n objects ("two red
@@ -38,6 +40,7 @@
 //    half); chance is 0.5.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,11 +73,19 @@ struct AttentionGrid {
   float image_width = 0;
 };
 
+// The kinds of word the pointing game scores, in this order in the per-kind arrays below.
+enum class PointingWordKind { color, shape, size };
+constexpr size_t kPointingWordKinds = 3;
+const char* to_string(PointingWordKind kind);  // "color" | "shape" | "size"
+
 // Running counts over a split.
 struct ShapesTally {
-  int64_t pointing_words = 0;       // words naming exactly one object, with attention
-  int64_t pointing_hits = 0;        // ... whose attention peak lies in the object's box
-  double pointing_baseline = 0;     // sum over those words of the random cell's hit chance
+  int64_t pointing_words = 0;    // words naming exactly one object, with attention
+  int64_t pointing_hits = 0;     // ... whose attention peak lies in the object's box
+  double pointing_baseline = 0;  // sum over those words of the random cell's hit chance
+  // pointing_words and pointing_hits split by PointingWordKind.
+  std::array<int64_t, kPointingWordKinds> pointing_words_by_kind{};
+  std::array<int64_t, kPointingWordKinds> pointing_hits_by_kind{};
   int64_t object_mentions = 0;      // objects the captions mention (a mention of n counts n)
   int64_t objects_matched = 0;      // ... matched to distinct objects with the stated attributes
   int64_t objects = 0;              // objects of the images, once per caption
@@ -94,6 +105,8 @@ struct ShapesScores {
   std::optional<double> pointing_accuracy;
   std::optional<double> pointing_baseline;  // the random-attention baseline's expected accuracy
   int64_t pointing_words = 0;
+  std::array<std::optional<double>, kPointingWordKinds> pointing_accuracy_by_kind;  // by PointingWordKind
+  std::array<int64_t, kPointingWordKinds> pointing_words_by_kind{};
   std::optional<double> content_accuracy;
   int64_t object_mentions = 0;
   std::optional<double> object_recall;
@@ -130,8 +143,9 @@ void add_shapes_caption(
 
 ShapesScores finish(const ShapesTally& tally);
 
-// The five scores as five indented lines for a printout ("  pointing game      0.5927  (random
-// attention 0.0679, 739 words)" ...), numbers with 4 decimals, n/a where there is none.
+// The scores as indented lines for a printout ("  pointing game      0.5927  (random attention
+// 0.0679, 739 words)", the pointing game by kind of word when any word was scored, then the
+// other four), numbers with 4 decimals, n/a where there is none.
 std::string describe(const ShapesScores& scores);
 
 }  // namespace saccade

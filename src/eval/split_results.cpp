@@ -70,20 +70,26 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
   }
   if (results.shapes) {
     const ShapesScores& shapes = *results.shapes;
-    report.set(
-        "shapes", Json::object(
-                      {{"pointing_accuracy", Json::number_or_null(shapes.pointing_accuracy)},
-                       {"pointing_baseline", Json::number_or_null(shapes.pointing_baseline)},
-                       {"pointing_words", shapes.pointing_words},
-                       {"content_accuracy", Json::number_or_null(shapes.content_accuracy)},
-                       {"object_mentions", shapes.object_mentions},
-                       {"object_recall", Json::number_or_null(shapes.object_recall)},
-                       {"objects", shapes.objects},
-                       {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
-                       {"relations", shapes.relations},
-                       {"relation_choice_accuracy", Json::number_or_null(shapes.relation_choice_accuracy)},
-                       {"relation_choices", shapes.relation_choices},
-                       {"relation_choice_chance", kRelationChoiceChance}}));
+    Json shapes_json = Json::object(
+        {{"pointing_accuracy", Json::number_or_null(shapes.pointing_accuracy)},
+         {"pointing_baseline", Json::number_or_null(shapes.pointing_baseline)},
+         {"pointing_words", shapes.pointing_words},
+         {"content_accuracy", Json::number_or_null(shapes.content_accuracy)},
+         {"object_mentions", shapes.object_mentions},
+         {"object_recall", Json::number_or_null(shapes.object_recall)},
+         {"objects", shapes.objects},
+         {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
+         {"relations", shapes.relations},
+         {"relation_choice_accuracy", Json::number_or_null(shapes.relation_choice_accuracy)},
+         {"relation_choices", shapes.relation_choices},
+         {"relation_choice_chance", kRelationChoiceChance}});
+    for (size_t kind = 0; kind < kPointingWordKinds;
+         ++kind) {  // pointing_color_accuracy, pointing_color_words ...
+      const std::string prefix = std::string("pointing_") + to_string(static_cast<PointingWordKind>(kind));
+      shapes_json.set(prefix + "_accuracy", Json::number_or_null(shapes.pointing_accuracy_by_kind[kind]));
+      shapes_json.set(prefix + "_words", shapes.pointing_words_by_kind[kind]);
+    }
+    report.set("shapes", std::move(shapes_json));
   }
   report.set("per_image", per_image);
   std::filesystem::create_directories(results_dir);

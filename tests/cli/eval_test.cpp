@@ -79,13 +79,22 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
        {std::pair{"pointing_accuracy", "pointing_words"}, std::pair{"pointing_baseline", "pointing_words"},
         std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
         std::pair{"relation_accuracy", "relations"},
-        std::pair{"relation_choice_accuracy", "relation_choices"}}) {
+        std::pair{"relation_choice_accuracy", "relation_choices"},
+        std::pair{"pointing_color_accuracy", "pointing_color_words"},
+        std::pair{"pointing_shape_accuracy", "pointing_shape_words"},
+        std::pair{"pointing_size_accuracy", "pointing_size_words"}}) {
     const YAML::Node value = scores["shapes"][metric];
     ASSERT_EQ(value.IsNull(), scores["shapes"][count].as<int>() == 0) << metric;
     if (value.IsNull()) continue;
     EXPECT_GE(value.as<double>(), 0.0) << metric;
     EXPECT_LE(value.as<double>(), 1.0) << metric;
   }
+  // Every pointing word is of one kind.
+  EXPECT_EQ(
+      scores["shapes"]["pointing_color_words"].as<int>() +
+          scores["shapes"]["pointing_shape_words"].as<int>() +
+          scores["shapes"]["pointing_size_words"].as<int>(),
+      scores["shapes"]["pointing_words"].as<int>());
   // The forced choice asks each true relation between two distinguishable test objects once.
   const YAML::Node truth =
       YAML::LoadFile((work_->path() / "datasets/shapes_smoke/shapes_truth.json").string());

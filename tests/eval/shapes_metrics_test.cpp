@@ -59,6 +59,16 @@ TEST(ShapesMetrics, HandWorkedSplit) {
   EXPECT_EQ(scores.pointing_words, 3);
   EXPECT_DOUBLE_EQ(scores.pointing_accuracy.value(), 2.0 / 3.0);
   EXPECT_DOUBLE_EQ(scores.pointing_baseline.value(), (4.0 + 4.0 + 2.0) / 16.0 / 3.0);
+  // By kind: the colour word "blue" hit; of the shape words, "square" missed and "star" hit.
+  const auto color = static_cast<size_t>(PointingWordKind::color);
+  const auto shape = static_cast<size_t>(PointingWordKind::shape);
+  const auto size = static_cast<size_t>(PointingWordKind::size);
+  EXPECT_EQ(scores.pointing_words_by_kind[color], 1);
+  EXPECT_DOUBLE_EQ(scores.pointing_accuracy_by_kind[color].value(), 1.0);
+  EXPECT_EQ(scores.pointing_words_by_kind[shape], 2);
+  EXPECT_DOUBLE_EQ(scores.pointing_accuracy_by_kind[shape].value(), 0.5);
+  EXPECT_EQ(scores.pointing_words_by_kind[size], 0);
+  EXPECT_FALSE(scores.pointing_accuracy_by_kind[size].has_value());
   // Mentions: 2 (both match) + 2 (1) + 2 (2) + 1 (1) + 0 + 1 (1) = 8, 7 matched.
   EXPECT_EQ(scores.object_mentions, 8);
   EXPECT_DOUBLE_EQ(scores.content_accuracy.value(), 7.0 / 8.0);
@@ -68,6 +78,24 @@ TEST(ShapesMetrics, HandWorkedSplit) {
   // + 0 + 0 ("a big square" states no colour) = 6 of 18.
   EXPECT_EQ(scores.objects, 18);
   EXPECT_DOUBLE_EQ(scores.object_recall.value(), 6.0 / 18.0);
+}
+
+// "large" names the one large object (the blue square) and is scored as a size word: its peak
+// (0, 0), centre (8, 8), misses the square; "square" peaks at (3, 3), centre (56, 56): a hit.
+TEST(ShapesMetrics, SizeWordsPointApart) {
+  ShapesTally tally;
+  ShapesCaption caption = words({"a", "large", "square"});
+  caption.alphas = {peak(1, 1), peak(0, 0), peak(3, 3)};
+  add_shapes_caption(tally, objects(), caption, kGrid);
+  const ShapesScores scores = finish(tally);
+  EXPECT_EQ(scores.pointing_words, 2);
+  EXPECT_DOUBLE_EQ(scores.pointing_accuracy.value(), 0.5);
+  EXPECT_EQ(scores.pointing_words_by_kind[static_cast<size_t>(PointingWordKind::size)], 1);
+  EXPECT_DOUBLE_EQ(
+      scores.pointing_accuracy_by_kind[static_cast<size_t>(PointingWordKind::size)].value(), 0.0);
+  EXPECT_DOUBLE_EQ(
+      scores.pointing_accuracy_by_kind[static_cast<size_t>(PointingWordKind::shape)].value(), 1.0);
+  EXPECT_FALSE(scores.pointing_accuracy_by_kind[static_cast<size_t>(PointingWordKind::color)].has_value());
 }
 
 TEST(ShapesMetrics, WrongColorDoesNotMatch) {
@@ -97,6 +125,7 @@ TEST(ShapesMetrics, EmptyTallyHasNoScoresNotZeros) {
   EXPECT_EQ(scores.pointing_words, 0);
   EXPECT_FALSE(scores.pointing_accuracy.has_value());
   EXPECT_FALSE(scores.pointing_baseline.has_value());
+  for (const auto& by_kind : scores.pointing_accuracy_by_kind) EXPECT_FALSE(by_kind.has_value());
   EXPECT_FALSE(scores.content_accuracy.has_value());
   EXPECT_FALSE(scores.relation_accuracy.has_value());
   EXPECT_FALSE(scores.object_recall.has_value());
@@ -161,11 +190,13 @@ TEST(ShapesMetrics, RejectsMismatchedAttention) {
   EXPECT_THROW(add_shapes_caption(tally, objects(), caption, kGrid), std::invalid_argument);
 }
 
-TEST(ShapesMetrics, DescribesTheFiveScoresOnePerLine) {
+TEST(ShapesMetrics, DescribesTheScoresOnePerLine) {
   ShapesScores scores;
   scores.pointing_accuracy = 0.5927;
   scores.pointing_baseline = 0.0679;
   scores.pointing_words = 739;
+  scores.pointing_accuracy_by_kind = {0.5, 0.75, std::nullopt};
+  scores.pointing_words_by_kind = {400, 339, 0};
   scores.content_accuracy = 0.8;
   scores.object_mentions = 513;
   scores.object_recall = 0.25;
@@ -177,6 +208,7 @@ TEST(ShapesMetrics, DescribesTheFiveScoresOnePerLine) {
   EXPECT_EQ(
       describe(scores),
       "  pointing game      0.5927  (random attention 0.0679, 739 words)\n"
+      "    by word          color 0.5000 (400), shape 0.7500 (339), size n/a (0)\n"
       "  content accuracy   0.8000  (513 object mentions)\n"
       "  object recall      0.2500  (1000 objects)\n"
       "  relation accuracy  0.2857  (7 relations)\n"
