@@ -128,22 +128,13 @@ int named_object(const std::string& word, const std::vector<ShapesObject>& objec
   return found;
 }
 
-}  // namespace
-
-void add_shapes_caption(
+// The pointing game's counts for the caption's words that name one object (grid already checked).
+void add_pointing(
     ShapesTally& tally,
     const std::vector<ShapesObject>& objects,
     const ShapesCaption& caption,
     const AttentionGrid& grid) {
   const int64_t cells = grid.height * grid.width;
-  if (cells <= 0 || grid.image_height <= 0 || grid.image_width <= 0) {
-    throw std::invalid_argument("The attention grid and its image must be non-empty");
-  }
-  if (!caption.alphas.empty() && caption.alphas.size() != caption.words.size()) {
-    throw std::invalid_argument(
-        "Expected one attention map per word (" + std::to_string(caption.words.size()) + "), got " +
-        std::to_string(caption.alphas.size()));
-  }
   const float cell_h = grid.image_height / static_cast<float>(grid.height);
   const float cell_w = grid.image_width / static_cast<float>(grid.width);
   auto centre_inside = [&](int64_t cell, const ShapesObject& object) {
@@ -172,6 +163,25 @@ void add_shapes_caption(
     tally.pointing_hits_by_kind[static_cast<size_t>(kind)] += hit;
     tally.pointing_baseline += static_cast<double>(covered) / static_cast<double>(cells);
   }
+}
+
+}  // namespace
+
+void add_shapes_caption(
+    ShapesTally& tally,
+    const std::vector<ShapesObject>& objects,
+    const ShapesCaption& caption,
+    const AttentionGrid& grid) {
+  const int64_t cells = grid.height * grid.width;
+  if (cells <= 0 || grid.image_height <= 0 || grid.image_width <= 0) {
+    throw std::invalid_argument("The attention grid and its image must be non-empty");
+  }
+  if (!caption.alphas.empty() && caption.alphas.size() != caption.words.size()) {
+    throw std::invalid_argument(
+        "Expected one attention map per word (" + std::to_string(caption.words.size()) + "), got " +
+        std::to_string(caption.alphas.size()));
+  }
+  add_pointing(tally, objects, caption, grid);
 
   const Parsed parsed = parse(caption.words);
   std::vector<char> used(objects.size(), 0);
