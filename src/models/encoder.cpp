@@ -35,7 +35,12 @@ EncoderOptions encoder_options_from(const Config& cfg) {
   }
   options.position = cfg.get_parsed("encoder.position", parse_grid_position);
   options.refiner = refiner_options_from(cfg);
-  if (options.name == "small_cnn") options.channels = cfg.get<std::vector<int64_t>>("encoder.channels");
+  if (options.name == "small_cnn") {
+    options.channels = cfg.get<std::vector<int64_t>>("encoder.channels");
+    // Absent from the configs of runs saved before the option existed.
+    if (cfg.has("encoder.output_stride"))
+      options.output_stride = cfg.get_optional<int64_t>("encoder.output_stride");
+  }
   if (options.name == "torchscript") {
     options.path = cfg.get<std::string>("encoder.path");
     const auto probe = cfg.get<std::vector<int64_t>>("encoder.probe_size");
@@ -75,6 +80,7 @@ std::map<std::string, std::string> describe_annotations(
   };
   // Only when set, so caches made before the option existed still match.
   if (encoder.position != GridPosition::none) described["encoder.position"] = to_string(encoder.position);
+  if (encoder.output_stride) described["encoder.output_stride"] = std::to_string(*encoder.output_stride);
   return described;
 }
 
@@ -99,6 +105,15 @@ void validate(const EncoderOptions& options) {
     for (const int64_t channels : options.channels) {
       if (channels <= 0) {
         throw std::invalid_argument("encoder.channels entries must be > 0, got " + std::to_string(channels));
+      }
+    }
+    if (options.output_stride) {
+      const int64_t stride = *options.output_stride;
+      const int64_t largest = int64_t{1} << std::min<size_t>(options.channels.size() - 1, 62);
+      if (stride < 1 || stride > largest || (stride & (stride - 1)) != 0) {
+        throw std::invalid_argument(
+            "encoder.output_stride must be a power of two from 1 to " + std::to_string(largest) + " for " +
+            std::to_string(options.channels.size()) + " stages, got " + std::to_string(stride));
       }
     }
   }

@@ -62,6 +62,10 @@ struct EncoderOptions {
   // small_cnn: output channels of each conv stage; a 2x2 max pool follows every stage but the
   // last, whose channel count is D. Four stages turn 64 px into an 8x8 grid.
   std::vector<int64_t> channels = {32, 64, 128, 128};
+  // small_cnn: pixels per grid cell, a power of two up to 2^(stages - 1); nullopt = every pool.
+  // Each pool left out doubles the dilation of the stages after it, so a finer grid's cells see
+  // as far as with every pool (output stride 4: 64 px -> 16x16, each cell seeing 34 px).
+  std::optional<int64_t> output_stride;
   // torchscript: the module file (torch.jit.save). Its forward gets the normalized images.
   std::string path;
   // torchscript: the [H, W] of a zero image run once at build time to learn D and check the
@@ -72,8 +76,8 @@ struct EncoderOptions {
   RefinerOptions refiner;
 };
 
-// Reads `encoder.*`: name, weights, trainable_blocks, grid, position, refiner, plus channels (small_cnn) or
-// path and probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
+// Reads `encoder.*`: name, weights, trainable_blocks, grid, position, refiner, plus channels and
+// output_stride (small_cnn) or path and probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
 EncoderOptions encoder_options_from(const Config& cfg);
 
 // What an encoder's annotations depend on, recorded with a feature cache and compared when one is
@@ -84,7 +88,8 @@ std::map<std::string, std::string> describe_annotations(
     const EncoderOptions& encoder, const ImageOptions& image);
 
 // Throws std::invalid_argument, one sentence per rule: a known name, trainable_blocks >= -1,
-// grid entries > 0, small_cnn channels non-empty and > 0, torchscript with a path, no weights
+// grid entries > 0, small_cnn channels non-empty and > 0 and an output_stride of 2^k, k < stages,
+// torchscript with a path, no weights
 // and trainable_blocks 0.
 void validate(const EncoderOptions& options);
 

@@ -5,9 +5,10 @@
 
 namespace saccade {
 
-SmallCnnStageImpl::SmallCnnStageImpl(int64_t in_channels, int64_t out_channels) {
+SmallCnnStageImpl::SmallCnnStageImpl(int64_t in_channels, int64_t out_channels, int64_t dilation) {
   conv_ = register_module(
-      "conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, 3).padding(1)));
+      "conv", torch::nn::Conv2d(
+                  torch::nn::Conv2dOptions(in_channels, out_channels, 3).padding(dilation).dilation(dilation)));
   bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
   torch::nn::init::kaiming_normal_(conv_->weight, 0.0, torch::kFanOut, torch::kReLU);
   torch::nn::init::zeros_(conv_->bias);
@@ -18,18 +19,26 @@ torch::Tensor SmallCnnStageImpl::forward(const torch::Tensor& x) {
 }
 
 SmallCnnImpl::SmallCnnImpl(const EncoderOptions& options)
-    : EncoderImpl(options, /*freeze_batchnorm=*/false), channels_(options.channels) {
+    : EncoderImpl(options, /*freeze_batchnorm=*/false),
+      channels_(options.channels),
+      pools_(channels_.size() - 1) {
+  if (options.output_stride) {
+    pools_ = 0;
+    while ((int64_t{1} << pools_) < *options.output_stride) ++pools_;
+  }
   stages_ = register_module("stages", torch::nn::ModuleList());
   int64_t in_channels = 3;
-  for (const int64_t out_channels : channels_) {
-    stages_->push_back(SmallCnnStage(in_channels, out_channels));
-    in_channels = out_channels;
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    // Each pool left out before this stage doubles its dilation.
+    const int64_t dilation = int64_t{1} << (i > pools_ ? i - pools_ : 0);
+    stages_->push_back(SmallCnnStage(in_channels, channels_[i], dilation));
+    in_channels = channels_[i];
   }
 }
 
 torch::Tensor SmallCnnImpl::run_block(size_t index, const torch::Tensor& x) {
   torch::Tensor y = stages_[index]->as<SmallCnnStageImpl>()->forward(x);  // [B, C_i, H_i, W_i]
-  if (index + 1 < channels_.size()) y = torch::max_pool2d(y, 2);          // [B, C_i, H_i/2, W_i/2]
+  if (index < pools_) y = torch::max_pool2d(y, 2);                        // [B, C_i, H_i/2, W_i/2]
   return y;
 }
 
@@ -38,7 +47,7 @@ std::vector<std::shared_ptr<torch::nn::Module>> SmallCnnImpl::block_modules(size
 }
 
 std::array<int64_t, 2> SmallCnnImpl::native_grid_size(int64_t height, int64_t width) const {
-  for (size_t i = 0; i + 1 < channels_.size(); ++i) {
+  for (size_t i = 0; i < pools_; ++i) {
     height /= 2;
     width /= 2;
   }

@@ -2,8 +2,10 @@
 //
 // Stages of conv3x3 -> BatchNorm -> ReLU with the channel counts of `EncoderOptions::channels`;
 // a 2x2 max pool follows every stage but the last. With the default four stages a 64 px image
-// gives an 8x8 grid of D = 128 (about 0.05 GFLOP per image, quick on 2 CPU cores). Unlike the
-// pretrained networks, its BatchNorm follows train()/eval() as usual.
+// gives an 8x8 grid of D = 128 (about 0.05 GFLOP per image, quick on 2 CPU cores). A smaller
+// `output_stride` leaves out the last pools and dilates the later convolutions instead (as
+// DeepLab does), so the finer grid's cells see as far as the coarse grid's; the weights keep
+// their shapes and names. Unlike the pretrained networks, its BatchNorm follows train()/eval().
 // Parameter names: stages.<i>.conv.{weight,bias}, stages.<i>.bn.{weight,bias,running_*}.
 #pragma once
 
@@ -15,10 +17,10 @@
 
 namespace saccade {
 
-// One stage: conv3x3 (padding 1) -> BatchNorm -> ReLU.
+// One stage: conv3x3 (dilation d, padding d: the size is kept) -> BatchNorm -> ReLU.
 class SmallCnnStageImpl : public torch::nn::Module {
  public:
-  SmallCnnStageImpl(int64_t in_channels, int64_t out_channels);
+  SmallCnnStageImpl(int64_t in_channels, int64_t out_channels, int64_t dilation);
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
@@ -29,7 +31,7 @@ TORCH_MODULE(SmallCnnStage);
 
 class SmallCnnImpl : public EncoderImpl {
  public:
-  // Uses options.channels and options.grid.
+  // Uses options.channels, options.output_stride and options.grid.
   explicit SmallCnnImpl(const EncoderOptions& options);
   int64_t feature_dim() const override { return channels_.back(); }
 
@@ -41,6 +43,7 @@ class SmallCnnImpl : public EncoderImpl {
 
  private:
   std::vector<int64_t> channels_;
+  size_t pools_;  // 2x2 max pools, after stages 0 .. pools_ - 1
   torch::nn::ModuleList stages_{nullptr};
 };
 

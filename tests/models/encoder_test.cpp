@@ -58,6 +58,65 @@ TEST_F(EncoderTest, SmallCnnGridFollowsImageSizeOrTheConfiguredGrid) {
   EXPECT_EQ(pooled->forward_grid(torch::randn({3, 3, 96, 96})).sizes(), torch::IntArrayRef({3, 48, 7, 7}));
 }
 
+// With every weight positive and the BatchNorm an identity, a one-pixel image lights exactly the
+// cells whose receptive field holds that pixel. Worked by hand along one axis for the pixel at 32
+// of 64: the convolutions widen the lit span by one cell a side, each pool halves it.
+//   stride 8: conv 31..33, pool 15..16, conv 14..17, pool 7..8, conv 6..9, pool 3..4, conv 2..5
+//   stride 4: the same to conv 6..9, then the conv of dilation 2: 4..11
+// Both light pixels 16..47; three stages without the dilated one light cells 6..9, pixels 24..39.
+TEST_F(EncoderTest, SmallCnnOutputStrideKeepsWhatEachCellSees) {
+  auto lit_cells = [](const EncoderOptions& options) {
+    Encoder encoder = build_encoder(options);
+    encoder->eval();
+    torch::NoGradGuard no_grad;
+    for (auto& parameter : encoder->named_parameters()) {
+      const bool conv_weight = parameter.key().find("conv.weight") != std::string::npos;
+      parameter.value().fill_(conv_weight ? 0.05 : 0.0);
+      if (parameter.key().find("bn.weight") != std::string::npos) parameter.value().fill_(1.0);
+    }
+    torch::Tensor image = torch::zeros({1, 3, 64, 64});
+    image.index_put_({0, torch::indexing::Slice(), 32, 32}, 1.0);
+    const torch::Tensor grid = encoder->forward_grid(image);  // [1, C, H', W']
+    return grid[0].amax(0).gt(0);                             // [H', W']
+  };
+  auto span = [](const torch::Tensor& lit) {  // first and last lit row and column
+    const torch::Tensor rows = lit.any(1).nonzero().flatten(), cols = lit.any(0).nonzero().flatten();
+    return std::array<int64_t, 4>{
+        rows.min().item<int64_t>(), rows.max().item<int64_t>(), cols.min().item<int64_t>(),
+        cols.max().item<int64_t>()};
+  };
+  EncoderOptions options;
+  options.channels = {4, 4, 4, 4};
+  const torch::Tensor coarse = lit_cells(options);
+  ASSERT_EQ(coarse.sizes(), torch::IntArrayRef({8, 8}));
+  EXPECT_EQ(span(coarse), (std::array<int64_t, 4>{2, 5, 2, 5}));
+  EXPECT_EQ(coarse.sum().item<int64_t>(), 16);
+
+  options.output_stride = 4;
+  const torch::Tensor fine = lit_cells(options);
+  ASSERT_EQ(fine.sizes(), torch::IntArrayRef({16, 16}));
+  EXPECT_EQ(span(fine), (std::array<int64_t, 4>{4, 11, 4, 11}));
+  EXPECT_EQ(fine.sum().item<int64_t>(), 64);
+
+  options.output_stride = std::nullopt;
+  options.channels = {4, 4, 4};
+  EXPECT_EQ(span(lit_cells(options)), (std::array<int64_t, 4>{6, 9, 6, 9}));
+
+  // The weights keep their names and shapes: a stride-8 encoder's state loads into a stride-4 one.
+  options.channels = {4, 4, 4, 4};
+  options.output_stride = 4;
+  Encoder dilated = build_encoder(options);
+  options.output_stride = 8;
+  const auto pooled = build_encoder(options)->named_parameters();
+  for (const auto& parameter : dilated->named_parameters()) {
+    ASSERT_TRUE(pooled.contains(parameter.key())) << parameter.key();
+    EXPECT_EQ(pooled[parameter.key()].sizes(), parameter.value().sizes()) << parameter.key();
+  }
+  EXPECT_EQ(dilated->grid_size(96, 80), (std::array<int64_t, 2>{24, 20}));
+  options.output_stride = 1;
+  EXPECT_EQ(build_encoder(options)->grid_size(64, 64), (std::array<int64_t, 2>{64, 64}));
+}
+
 TEST_F(EncoderTest, AnnotationsAreTheGridFlattenedRowMajor) {
   Encoder encoder = build_encoder(EncoderOptions{});
   encoder->eval();
@@ -334,6 +393,14 @@ TEST_F(EncoderTest, ValidateNamesEachBrokenRule) {
          o.channels = {8, -1};
        },
        "encoder.channels entries must be > 0"},
+      {[](EncoderOptions& o) { o.output_stride = 3; },
+       "encoder.output_stride must be a power of two from 1 to 8 for 4 stages, got 3"},
+      {[](EncoderOptions& o) {
+         o.channels = {8, 8};
+         o.output_stride = 4;
+       },
+       "encoder.output_stride must be a power of two from 1 to 2 for 2 stages, got 4"},
+      {[](EncoderOptions& o) { o.output_stride = 0; }, "got 0"},
       {[](EncoderOptions& o) { o.weights = ""; }, "encoder.weights is an empty string"},
       {[](EncoderOptions& o) {
          o.name = "torchscript";
@@ -449,6 +516,22 @@ encoder:
   EXPECT_EQ(options.weights.value_or(""), "weights/resnet101.safetensors");
   EXPECT_EQ(options.trainable_blocks, 2);
   EXPECT_EQ(options.grid, (std::array<int64_t, 2>{14, 14}));
+
+  const Config dilated(YAML::Load(R"(
+encoder:
+  name: small_cnn
+  weights: null
+  trainable_blocks: -1
+  grid: null
+  position: none
+  channels: [8, 8, 8]
+  output_stride: 2
+)"));
+  EXPECT_EQ(encoder_options_from(dilated).output_stride, std::optional<int64_t>(2));
+  YAML::Node saved_before_the_option = YAML::Load(R"(
+encoder: {name: small_cnn, weights: null, trainable_blocks: -1, grid: null, position: none, channels: [8]}
+)");
+  EXPECT_EQ(encoder_options_from(Config(saved_before_the_option)).output_stride, std::nullopt);
 
   const Config bad_grid(
       YAML::Load("encoder: {name: vgg16, weights: null, trainable_blocks: 0, grid: [1, 2, 3]}"));
