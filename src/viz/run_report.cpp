@@ -15,6 +15,7 @@
 
 #include "base/text.h"
 #include "data/vocabulary.h"
+#include "eval/shapes_metrics.h"
 #include "io/json.h"
 #include "io/metrics_csv.h"
 #include "io/run_folder.h"
@@ -128,6 +129,18 @@ std::string count_cell(const Json& shapes, const char* key) {
          "</td>";
 }
 
+// The pointing game by kind of word, "colour / shape / size"; "-" for a kind without words or for
+// scores written before the split existed.
+std::string pointing_by_word_cell(const Json& shapes) {
+  std::string text;
+  for (size_t kind = 0; kind < kPointingWordKinds; ++kind) {
+    const auto accuracy = json_number(
+        shapes, std::string("pointing_") + to_string(static_cast<PointingWordKind>(kind)) + "_accuracy");
+    text += (kind ? " / " : "") + (accuracy ? fixed(*accuracy, 3) : std::string("-"));
+  }
+  return "<td class=\"number\">" + text + "</td>";
+}
+
 std::string shapes_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
   std::string rows;
   for (const auto& [file, scores] : split_scores) {
@@ -136,7 +149,8 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
     rows += "<tr><td>" +
             xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
             "</td>" + number_cell(json_number(*shapes, "pointing_accuracy"), 3) +
-            number_cell(json_number(*shapes, "pointing_baseline"), 3) + count_cell(*shapes, "pointing_words");
+            number_cell(json_number(*shapes, "pointing_baseline"), 3) + count_cell(*shapes, "pointing_words") +
+            pointing_by_word_cell(*shapes);
     for (const auto& [ratio, count] :
          {std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
           std::pair{"relation_accuracy", "relations"},
@@ -147,13 +161,14 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
   }
   if (rows.empty()) return "";
   return "<section id=\"shapes\">\n<h2>Attention and content (shapes world)</h2>\n<table>\n"
-         "<tr><th>split</th><th>pointing game</th><th>random attention</th><th>words</th>"
+         "<tr><th>split</th><th>pointing game</th><th>random attention</th><th>words</th><th>by word: "
+         "colour / shape / size</th>"
          "<th>content accuracy</th><th>object mentions</th><th>object "
          "recall</th><th>objects</th><th>relation "
          "accuracy</th><th>relations</th><th>relation choice</th><th>pairs</th></tr>\n" +
          rows +
          "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak "
-         "lies in that object's box. Object recall: share of the images' objects a caption names with "
+         "lies in that object's box, and the same for each kind of word. Object recall: share of the images' objects a caption names with "
          "their colour and shape. Relation choice: share of true relations the model finds more probable "
          "than the same caption with the two objects swapped (chance 0.5).</p>\n</section>\n";
 }

@@ -146,6 +146,25 @@ TEST(RunReport, HoldsMetricsCurvesSamplesAndConfigInline) {
   EXPECT_FALSE(contains(html, "Hard attention"));  // a soft-attention run has no REINFORCE curves
 }
 
+TEST(RunReport, ShapesScoresShowThePointingGameByKindOfWord) {
+  TempDir dir;
+  const auto run = dir / "run";
+  make_run_folder(run);
+  SplitResults test{"test", "greedy", 2, {"7"}, {{"7", "a red square"}}, {}, {}};
+  ShapesScores shapes;
+  shapes.pointing_accuracy = 0.75;
+  shapes.pointing_words = 8;
+  shapes.pointing_accuracy_by_kind = {0.5, 1.0, std::nullopt};  // colour, shape, size
+  shapes.pointing_words_by_kind = {4, 4, 0};
+  test.shapes = shapes;
+  write_split_results(run / "results", test);
+  write_run_report(run);
+  const std::string html = read_file(run / "report.html");
+  EXPECT_TRUE(contains(html, "<th>by word: colour / shape / size</th>")) << html;
+  EXPECT_TRUE(contains(html, "<td class=\"number\">0.750</td>")) << html;
+  EXPECT_TRUE(contains(html, "<td class=\"number\">0.500 / 1.000 / -</td>")) << html;
+}
+
 TEST(RunReport, HardAttentionRunsChartTheirReinforceTerms) {
   TempDir dir;
   const auto run = dir / "run";
