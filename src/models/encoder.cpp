@@ -80,7 +80,11 @@ std::map<std::string, std::string> describe_annotations(
   };
   // Only when set, so caches made before the option existed still match.
   if (encoder.position != GridPosition::none) described["encoder.position"] = to_string(encoder.position);
-  if (encoder.output_stride) described["encoder.output_stride"] = std::to_string(*encoder.output_stride);
+  // Only when it changes the network, so a stride set to the default finds the same caches.
+  if (encoder.name == "small_cnn" && encoder.output_stride &&
+      small_cnn_pool_count(encoder) + 1 != encoder.channels.size()) {
+    described["encoder.output_stride"] = std::to_string(*encoder.output_stride);
+  }
   return described;
 }
 
@@ -99,24 +103,7 @@ void validate(const EncoderOptions& options) {
         "encoder.grid must hold two sizes > 0, got [" + std::to_string((*options.grid)[0]) + ", " +
         std::to_string((*options.grid)[1]) + "]");
   }
-  if (options.name == "small_cnn") {
-    if (options.channels.empty())
-      throw std::invalid_argument("encoder.channels must list at least one stage");
-    for (const int64_t channels : options.channels) {
-      if (channels <= 0) {
-        throw std::invalid_argument("encoder.channels entries must be > 0, got " + std::to_string(channels));
-      }
-    }
-    if (options.output_stride) {
-      const int64_t stride = *options.output_stride;
-      const int64_t largest = int64_t{1} << std::min<size_t>(options.channels.size() - 1, 62);
-      if (stride < 1 || stride > largest || (stride & (stride - 1)) != 0) {
-        throw std::invalid_argument(
-            "encoder.output_stride must be a power of two from 1 to " + std::to_string(largest) + " for " +
-            std::to_string(options.channels.size()) + " stages, got " + std::to_string(stride));
-      }
-    }
-  }
+  if (options.name == "small_cnn") small_cnn_pool_count(options);  // throws for a broken rule
   if (options.name == "torchscript") {
     if (options.path.empty())
       throw std::invalid_argument("encoder.path must name a TorchScript file for encoder=torchscript");

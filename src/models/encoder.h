@@ -59,12 +59,12 @@ struct EncoderOptions {
   std::optional<std::array<int64_t, 2>> grid;
   // Position added to the grid: none, coords (x, y channels appended) or sinusoidal (added).
   GridPosition position = GridPosition::none;
-  // small_cnn: output channels of each conv stage; a 2x2 max pool follows every stage but the
-  // last, whose channel count is D. Four stages turn 64 px into an 8x8 grid.
+  // small_cnn: output channels of each conv stage, the last one's count is D. By default a 2x2
+  // max pool follows every stage but the last: four stages turn 64 px into an 8x8 grid.
   std::vector<int64_t> channels = {32, 64, 128, 128};
   // small_cnn: pixels per grid cell, a power of two up to 2^(stages - 1); nullopt = every pool.
   // Each pool left out doubles the dilation of the stages after it, so a finer grid's cells see
-  // as far as with every pool (output stride 4: 64 px -> 16x16, each cell seeing 34 px).
+  // nearly as far as with every pool (output stride 4: 64 px -> 16x16 cells seeing 34 px, not 38).
   std::optional<int64_t> output_stride;
   // torchscript: the module file (torch.jit.save). Its forward gets the normalized images.
   std::string path;
@@ -88,8 +88,7 @@ std::map<std::string, std::string> describe_annotations(
     const EncoderOptions& encoder, const ImageOptions& image);
 
 // Throws std::invalid_argument, one sentence per rule: a known name, trainable_blocks >= -1,
-// grid entries > 0, small_cnn channels non-empty and > 0 and an output_stride of 2^k, k < stages,
-// torchscript with a path, no weights
+// grid entries > 0, small_cnn's rules (small_cnn_pool_count), torchscript with a path, no weights
 // and trainable_blocks 0.
 void validate(const EncoderOptions& options);
 

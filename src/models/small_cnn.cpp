@@ -3,7 +3,38 @@
 
 #include <torch/nn/init.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace saccade {
+
+size_t small_cnn_pool_count(const EncoderOptions& options) {
+  // 32 keeps every dilation, 2^(stages - 1) at the most, well inside int64_t.
+  constexpr size_t kMostStages = 32;
+  const size_t stages = options.channels.size();
+  if (stages == 0) throw std::invalid_argument("encoder.channels must list at least one stage");
+  if (stages > kMostStages) {
+    throw std::invalid_argument(
+        "encoder.channels lists " + std::to_string(stages) + " stages, more than " +
+        std::to_string(kMostStages));
+  }
+  for (const int64_t channels : options.channels) {
+    if (channels <= 0) {
+      throw std::invalid_argument("encoder.channels entries must be > 0, got " + std::to_string(channels));
+    }
+  }
+  if (!options.output_stride) return stages - 1;
+  const int64_t stride = *options.output_stride;
+  const int64_t largest = int64_t{1} << (stages - 1);
+  if (stride < 1 || stride > largest || (stride & (stride - 1)) != 0) {
+    throw std::invalid_argument(
+        "encoder.output_stride must be a power of two from 1 to " + std::to_string(largest) + " for " +
+        std::to_string(stages) + " stages, got " + std::to_string(stride));
+  }
+  size_t pools = 0;
+  while ((int64_t{1} << pools) < stride) ++pools;
+  return pools;
+}
 
 SmallCnnStageImpl::SmallCnnStageImpl(int64_t in_channels, int64_t out_channels, int64_t dilation) {
   conv_ = register_module(
@@ -21,11 +52,7 @@ torch::Tensor SmallCnnStageImpl::forward(const torch::Tensor& x) {
 SmallCnnImpl::SmallCnnImpl(const EncoderOptions& options)
     : EncoderImpl(options, /*freeze_batchnorm=*/false),
       channels_(options.channels),
-      pools_(channels_.size() - 1) {
-  if (options.output_stride) {
-    pools_ = 0;
-    while ((int64_t{1} << pools_) < *options.output_stride) ++pools_;
-  }
+      pools_(small_cnn_pool_count(options)) {
   stages_ = register_module("stages", torch::nn::ModuleList());
   int64_t in_channels = 3;
   for (size_t i = 0; i < channels_.size(); ++i) {

@@ -4,8 +4,8 @@
 // a 2x2 max pool follows every stage but the last. With the default four stages a 64 px image
 // gives an 8x8 grid of D = 128 (about 0.05 GFLOP per image, quick on 2 CPU cores). A smaller
 // `output_stride` leaves out the last pools and dilates the later convolutions instead (as
-// DeepLab does), so the finer grid's cells see as far as the coarse grid's; the weights keep
-// their shapes and names. Unlike the pretrained networks, its BatchNorm follows train()/eval().
+// DeepLab does), so the finer grid's cells see nearly as far as the coarse grid's (34 px against
+// 38 at stride 4); the weights keep their shapes and names. Unlike the pretrained networks, its BatchNorm follows train()/eval().
 // Parameter names: stages.<i>.conv.{weight,bias}, stages.<i>.bn.{weight,bias,running_*}.
 #pragma once
 
@@ -16,6 +16,11 @@
 #include "models/encoder.h"
 
 namespace saccade {
+
+// How many 2x2 max pools `options` asks of small_cnn: one after every stage but the last, or
+// log2(output_stride). Throws std::invalid_argument, naming the key and value, for no stages,
+// more than 32, a channel count <= 0, or an output_stride that is not 2^k with k < stages.
+size_t small_cnn_pool_count(const EncoderOptions& options);
 
 // One stage: conv3x3 (dilation d, padding d: the size is kept) -> BatchNorm -> ReLU.
 class SmallCnnStageImpl : public torch::nn::Module {
@@ -43,7 +48,7 @@ class SmallCnnImpl : public EncoderImpl {
 
  private:
   std::vector<int64_t> channels_;
-  size_t pools_;  // 2x2 max pools, after stages 0 .. pools_ - 1
+  size_t pools_ = 0;  // 2x2 max pools, after stages 0 .. pools_ - 1
   torch::nn::ModuleList stages_{nullptr};
 };
 

@@ -63,7 +63,8 @@ TEST_F(EncoderTest, SmallCnnGridFollowsImageSizeOrTheConfiguredGrid) {
 // of 64: the convolutions widen the lit span by one cell a side, each pool halves it.
 //   stride 8: conv 31..33, pool 15..16, conv 14..17, pool 7..8, conv 6..9, pool 3..4, conv 2..5
 //   stride 4: the same to conv 6..9, then the conv of dilation 2: 4..11
-// Both light pixels 16..47; three stages without the dilated one light cells 6..9, pixels 24..39.
+// Here both light pixels 16..47; three stages without the dilated one light cells 6..9, pixels
+// 24..39.
 TEST_F(EncoderTest, SmallCnnOutputStrideKeepsWhatEachCellSees) {
   auto lit_cells = [](const EncoderOptions& options) {
     Encoder encoder = build_encoder(options);
@@ -115,6 +116,12 @@ TEST_F(EncoderTest, SmallCnnOutputStrideKeepsWhatEachCellSees) {
   EXPECT_EQ(dilated->grid_size(96, 80), (std::array<int64_t, 2>{24, 20}));
   options.output_stride = 1;
   EXPECT_EQ(build_encoder(options)->grid_size(64, 64), (std::array<int64_t, 2>{64, 64}));
+
+  // Feature caches record a stride only when it changes the network.
+  options.output_stride = 8;
+  EXPECT_EQ(describe_annotations(options, ImageOptions{}).count("encoder.output_stride"), 0U);
+  options.output_stride = 4;
+  EXPECT_EQ(describe_annotations(options, ImageOptions{}).at("encoder.output_stride"), "4");
 }
 
 TEST_F(EncoderTest, AnnotationsAreTheGridFlattenedRowMajor) {
@@ -401,6 +408,11 @@ TEST_F(EncoderTest, ValidateNamesEachBrokenRule) {
        },
        "encoder.output_stride must be a power of two from 1 to 2 for 2 stages, got 4"},
       {[](EncoderOptions& o) { o.output_stride = 0; }, "got 0"},
+      {[](EncoderOptions& o) {
+         o.channels.assign(33, 4);
+         o.output_stride = 1;
+       },
+       "encoder.channels lists 33 stages, more than 32"},
       {[](EncoderOptions& o) { o.weights = ""; }, "encoder.weights is an empty string"},
       {[](EncoderOptions& o) {
          o.name = "torchscript";
