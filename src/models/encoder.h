@@ -77,7 +77,8 @@ struct EncoderOptions {
 };
 
 // Reads `encoder.*`: name, weights, trainable_blocks, grid, position, refiner, plus channels and
-// output_stride (small_cnn) or path and probe_size (torchscript). Throws ConfigError for a missing or ill-typed key.
+// output_stride (small_cnn) or path and probe_size (torchscript). Throws ConfigError for a missing or
+// ill-typed key.
 EncoderOptions encoder_options_from(const Config& cfg);
 
 // What an encoder's annotations depend on, recorded with a feature cache and compared when one is

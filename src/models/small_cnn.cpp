@@ -38,8 +38,9 @@ size_t small_cnn_pool_count(const EncoderOptions& options) {
 
 SmallCnnStageImpl::SmallCnnStageImpl(int64_t in_channels, int64_t out_channels, int64_t dilation) {
   conv_ = register_module(
-      "conv", torch::nn::Conv2d(
-                  torch::nn::Conv2dOptions(in_channels, out_channels, 3).padding(dilation).dilation(dilation)));
+      "conv",
+      torch::nn::Conv2d(
+          torch::nn::Conv2dOptions(in_channels, out_channels, 3).padding(dilation).dilation(dilation)));
   bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
   torch::nn::init::kaiming_normal_(conv_->weight, 0.0, torch::kFanOut, torch::kReLU);
   torch::nn::init::zeros_(conv_->bias);

@@ -5,8 +5,9 @@
 // gives an 8x8 grid of D = 128 (about 0.05 GFLOP per image, quick on 2 CPU cores). A smaller
 // `output_stride` leaves out the last pools and dilates the later convolutions instead (as
 // DeepLab does), so the finer grid's cells see nearly as far as the coarse grid's (34 px against
-// 38 at stride 4); the weights keep their shapes and names. Unlike the pretrained networks, its BatchNorm follows train()/eval().
-// Parameter names: stages.<i>.conv.{weight,bias}, stages.<i>.bn.{weight,bias,running_*}.
+// 38 at stride 4); the weights keep their shapes and names. Unlike the pretrained networks, its BatchNorm
+// follows train()/eval(). Parameter names: stages.<i>.conv.{weight,bias},
+// stages.<i>.bn.{weight,bias,running_*}.
 #pragma once
 
 #include <torch/nn/modules/batchnorm.h>

@@ -149,8 +149,8 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
     rows += "<tr><td>" +
             xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
             "</td>" + number_cell(json_number(*shapes, "pointing_accuracy"), 3) +
-            number_cell(json_number(*shapes, "pointing_baseline"), 3) + count_cell(*shapes, "pointing_words") +
-            pointing_by_word_cell(*shapes);
+            number_cell(json_number(*shapes, "pointing_baseline"), 3) +
+            count_cell(*shapes, "pointing_words") + pointing_by_word_cell(*shapes);
     for (const auto& [ratio, count] :
          {std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
           std::pair{"relation_accuracy", "relations"},
@@ -168,7 +168,8 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
          "accuracy</th><th>relations</th><th>relation choice</th><th>pairs</th></tr>\n" +
          rows +
          "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak "
-         "lies in that object's box, and the same for each kind of word. Object recall: share of the images' objects a caption names with "
+         "lies in that object's box, and the same for each kind of word. Object recall: share of the images' "
+         "objects a caption names with "
          "their colour and shape. Relation choice: share of true relations the model finds more probable "
          "than the same caption with the two objects swapped (chance 0.5).</p>\n</section>\n";
 }
