@@ -54,6 +54,10 @@ class Dataset {
   // Number of tokens of sample `index` (the length of Sample::tokens) without loading its
   // image; the loader buckets by it.
   virtual int64_t length(int64_t index) const = 0;
+  // The image sample `index` shows, as an index into the dataset's images: samples with the same
+  // value show the same image (the loader groups them under data.group_by_image). By default
+  // every sample is its own image.
+  virtual int64_t image_of(int64_t index) const { return index; }
 };
 
 // A random change applied to a training sample by the loader; `rng` is seeded from the loader
@@ -81,8 +85,7 @@ class CaptionDataset : public Dataset {
 
   const std::vector<ImageRecord>& images() const { return images_; }
   SampleMode mode() const { return mode_; }
-  // The image (index into images()) of sample `index`.
-  int64_t image_of(int64_t index) const { return item_images_[index]; }
+  int64_t image_of(int64_t index) const override { return item_images_[index]; }  // index into images()
   int64_t truncated_captions() const { return truncated_; }  // captions shortened to max_caption_length
   int64_t dropped_captions() const { return dropped_; }      // pairs left out (on_long_caption: drop)
 
@@ -105,6 +108,7 @@ class SubsetDataset : public Dataset {
   int64_t size() const override { return static_cast<int64_t>(indices_.size()); }
   Sample get(int64_t index) const override;  // Sample::index is the index within the subset
   int64_t length(int64_t index) const override { return base_->length(indices_[index]); }
+  int64_t image_of(int64_t index) const override { return base_->image_of(indices_[index]); }
 
  private:
   std::shared_ptr<const Dataset> base_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include "io/log.h"
@@ -19,6 +20,7 @@ LoaderOptions loader_options_from(const Config& config, Split split, int64_t bat
   options.shuffle = split == Split::train && config.get<bool>("data.shuffle");
   options.bucketing = split == Split::train && config.get<bool>("data.bucketing");
   options.bucket_pool = config.get<int>("data.bucket_pool");
+  options.group_by_image = split == Split::train && config.get<bool>("data.group_by_image");
   options.seed = static_cast<uint64_t>(config.get<int64_t>("seed"));
   options.on_bad_image = config.get_parsed("data.on_bad_image", parse_bad_image_policy);
   return options;
@@ -45,9 +47,14 @@ void validate(const LoaderOptions& options) {
     throw std::invalid_argument(
         "data.bucket_pool must be >= 1 batch, got " + std::to_string(options.bucket_pool));
   }
+  if (options.bucketing && options.group_by_image) {
+    throw std::invalid_argument(
+        "data.bucketing and data.group_by_image cannot both be true: bucketing sorts captions by length "
+        "and would split every image's captions apart");
+  }
 }
 
-Batch collate(std::vector<Sample> samples, const ImageOptions& image) {
+Batch collate(std::vector<Sample> samples, const ImageOptions& image, bool share_images) {
   TORCH_CHECK(!samples.empty(), "collate needs at least one sample");
   const int64_t count = static_cast<int64_t>(samples.size());
   const int64_t height = samples.front().image.size(0);
@@ -57,27 +64,45 @@ Batch collate(std::vector<Sample> samples, const ImageOptions& image) {
     steps = std::max<int64_t>(steps, static_cast<int64_t>(sample.tokens.size()));
 
   Batch batch;
-  torch::Tensor pixels = torch::empty({count, height, width, 3}, torch::kUInt8);  // [B, H, W, 3]
+  torch::Tensor pixels = torch::empty({count, height, width, 3}, torch::kUInt8);  // [B, H, W, 3], U rows used
   batch.tokens = torch::zeros({count, steps}, torch::kLong);                      // [B, T]
   batch.lengths = torch::empty({count}, torch::kLong);                            // [B]
+  batch.image_rows = torch::empty({count}, torch::kLong);                         // [B]
   auto tokens = batch.tokens.accessor<int64_t, 2>();
   auto lengths = batch.lengths.accessor<int64_t, 1>();
+  auto image_rows = batch.image_rows.accessor<int64_t, 1>();
   const size_t image_bytes = static_cast<size_t>(height * width * 3);
+  int64_t rows = 0;
   for (int64_t b = 0; b < count; ++b) {
     Sample& sample = samples[static_cast<size_t>(b)];
     TORCH_CHECK(
         sample.image.size(0) == height && sample.image.size(1) == width,
         "collate: images of one batch must share a size");
-    std::memcpy(
-        pixels.data_ptr<uint8_t>() + b * image_bytes, sample.image.contiguous().data_ptr<uint8_t>(),
-        image_bytes);
+    const auto image_data = sample.image.contiguous();
+    int64_t row = rows;
+    for (int64_t earlier = 0; share_images && earlier < b && row == rows; ++earlier) {
+      // Augmentation draws per sample, so the same image may arrive with different pixels.
+      const int64_t earlier_row = image_rows[earlier];
+      if (batch.image_ids[static_cast<size_t>(earlier)] == sample.image_id &&
+          std::memcmp(
+              pixels.data_ptr<uint8_t>() + earlier_row * image_bytes, image_data.data_ptr<uint8_t>(),
+              image_bytes) == 0) {
+        row = earlier_row;
+      }
+    }
+    if (row == rows) {
+      std::memcpy(
+          pixels.data_ptr<uint8_t>() + row * image_bytes, image_data.data_ptr<uint8_t>(), image_bytes);
+      ++rows;
+    }
+    image_rows[b] = row;
     for (size_t t = 0; t < sample.tokens.size(); ++t) tokens[b][static_cast<int64_t>(t)] = sample.tokens[t];
     lengths[b] = static_cast<int64_t>(sample.tokens.size());
     batch.image_ids.push_back(std::move(sample.image_id));
     batch.references.push_back(std::move(sample.references));
     batch.indices.push_back(sample.index);
   }
-  batch.images = normalize_images(pixels, image);  // [B, 3, H, W]
+  batch.images = normalize_images(pixels.narrow(0, 0, rows), image);  // [U, 3, H, W]
   return batch;
 }
 
@@ -92,7 +117,20 @@ std::vector<std::vector<int64_t>> plan_batches(
       std::swap(items[static_cast<size_t>(i)], items[static_cast<size_t>(rng.uniform_int(0, i))]);
     }
   };
-  if (options.shuffle) shuffle(order);
+  if (options.group_by_image) {
+    std::vector<std::vector<int64_t>> images;  // each image's samples, images in order of first sample
+    std::map<int64_t, size_t> position;
+    for (const int64_t index : order) {
+      const auto [found, added] = position.emplace(dataset.image_of(index), images.size());
+      if (added) images.emplace_back();
+      images[found->second].push_back(index);
+    }
+    if (options.shuffle) shuffle(images);
+    order.clear();
+    for (const auto& samples : images) order.insert(order.end(), samples.begin(), samples.end());
+  } else if (options.shuffle) {
+    shuffle(order);
+  }
   if (options.bucketing) {
     const int64_t pool = options.bucket_pool * options.batch_size;
     for (int64_t start = 0; start < size; start += pool) {
@@ -190,7 +228,7 @@ std::optional<Batch> Loader::assemble(int64_t epoch, const std::vector<int64_t>&
     samples.push_back(std::move(sample));
   }
   if (samples.empty()) return std::nullopt;
-  return collate(std::move(samples), image_);
+  return collate(std::move(samples), image_, options_.group_by_image);
 }
 
 void Loader::work() {

@@ -40,8 +40,12 @@ struct LoaderOptions {
   int prefetch = 4;         // batches assembled ahead of the consumer (>= 1)
   bool shuffle = false;     // reshuffle the samples every epoch
   bool bucketing = false;   // batch samples of similar token length together (less padding)
-  int bucket_pool = 50;     // with bucketing: how many batches' worth of samples are sorted together
-  uint64_t seed = 0;        // the order and augmentation of epoch e depend only on (seed, e)
+  // Keep an image's samples (its captions) next to each other in the plan, shuffling whole images,
+  // and encode a batch's image once for all its captions (Batch::image_rows): the encoder then
+  // runs about captions-per-image times less often. Not with bucketing.
+  bool group_by_image = false;
+  int bucket_pool = 50;  // with bucketing: how many batches' worth of samples are sorted together
+  uint64_t seed = 0;     // the order and augmentation of epoch e depend only on (seed, e)
   // Data-parallel training: this process reads part `shard` of `shards` of every batch of the
   // plan (the same plan everywhere), so batch_size stays the global batch. 1 = the whole batch.
   int shard = 0;
@@ -51,14 +55,19 @@ struct LoaderOptions {
   BadImagePolicy on_bad_image = BadImagePolicy::fail;
 };
 
-// Reads data.{workers, prefetch, shuffle, bucketing, bucket_pool, on_bad_image} and `seed`.
-// Shuffling and bucketing apply to Split::train only; val and test keep the dataset order.
+// Reads data.{workers, prefetch, shuffle, bucketing, bucket_pool, group_by_image, on_bad_image}
+// and `seed`. Shuffling, bucketing and grouping apply to Split::train only; val and test keep the
+// dataset order.
 LoaderOptions loader_options_from(const Config& config, Split split, int64_t batch_size);
-// Throws std::invalid_argument: batch_size >= 1, workers >= 0, prefetch >= 1, bucket_pool >= 1.
+// Throws std::invalid_argument: batch_size >= 1, workers >= 0, prefetch >= 1, bucket_pool >= 1,
+// not both bucketing and group_by_image.
 void validate(const LoaderOptions& options);
 
 struct Batch {
-  torch::Tensor images;                // float32 [B, 3, H, W], normalized: (x / 255 - mean) / std
+  // float32 [U, 3, H, W], normalized: (x / 255 - mean) / std. U = B unless collated with
+  // share_images, where samples showing the same pixels share one row.
+  torch::Tensor images;
+  torch::Tensor image_rows;            // int64 [B]: each sample's row of `images`
   torch::Tensor tokens;                // int64 [B, T]: <start> w1 .. wn <end>, then <pad> = 0
   torch::Tensor lengths;               // int64 [B]: tokens per row, <start> and <end> included
   std::vector<std::string> image_ids;  // [B] evaluation ids
@@ -67,12 +76,15 @@ struct Batch {
   int64_t size() const { return static_cast<int64_t>(indices.size()); }
 };
 
-// Stacks samples into a batch (normalizing the images with `image`'s mean and std). Requires
-// at least one sample, all images of one size.
-Batch collate(std::vector<Sample> samples, const ImageOptions& image);
+// Stacks samples into a batch (normalizing the images with `image`'s mean and std). With
+// `share_images`, samples of one image (the same image_id) whose pixels are equal after
+// augmentation share a row of Batch::images. Requires at least one sample, all images of one
+// size.
+Batch collate(std::vector<Sample> samples, const ImageOptions& image, bool share_images = false);
 
 // The batches of one epoch, as dataset indices: with shuffle, a permutation drawn from
-// Rng(mix_seed({seed, epoch})); with bucketing, consecutive pools of bucket_pool * batch_size
+// Rng(mix_seed({seed, epoch})) (with group_by_image, a permutation of the images, each followed by
+// its samples in dataset order); with bucketing, consecutive pools of bucket_pool * batch_size
 // samples are each sorted by length (stable) and cut into batches, and with shuffle the batches
 // are then shuffled. drop_last removes a short final batch. With shards > 1 each batch of n
 // samples keeps its part `shard`: samples [shard * n / shards, (shard + 1) * n / shards) (integer

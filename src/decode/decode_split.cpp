@@ -16,7 +16,11 @@
 namespace saccade {
 torch::Tensor annotations_of(
     CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features) {
-  if (features == nullptr) return model.encode(batch.images);  // [B, L, D]
+  if (features == nullptr) {
+    const auto annotations = model.encode(batch.images);  // [U, L, D]
+    if (annotations.size(0) == batch.size()) return annotations;
+    return annotations.index_select(0, batch.image_rows.to(annotations.device()));  // [B, L, D]
+  }
   std::vector<int64_t> rows;
   for (const int64_t index : batch.indices) rows.push_back(dataset.image_of(index));
   return model.refine(features->batch(rows).to(model.device(), /*non_blocking=*/true), features->grid_size());

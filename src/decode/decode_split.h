@@ -66,7 +66,8 @@ struct DecodedSplit {
 };
 
 // The annotations of `batch` [B, L, D] on the model's device: rows of `features` (the batch's
-// images within `dataset`) when given, else the encoder run on the batch's images.
+// images within `dataset`) when given, else the encoder run once on each of the batch's images
+// and its rows spread to the samples by Batch::image_rows.
 torch::Tensor annotations_of(
     CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features);
 

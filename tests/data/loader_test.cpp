@@ -41,6 +41,19 @@ class CountingDataset : public Dataset {
   std::set<int64_t> bad_;
 };
 
+// Sample i is caption i % 3 of image i / 3: the image is filled with i / 3, its id is "img<i / 3>".
+class ThreeCaptionsPerImage : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  int64_t image_of(int64_t index) const override { return index / 3; }
+  Sample get(int64_t index) const override {
+    Sample sample = CountingDataset::get(index);
+    sample.image_id = "img" + std::to_string(index / 3);
+    sample.image.fill_(index / 3);
+    return sample;
+  }
+};
+
 LoaderOptions options_with(int64_t batch_size, int workers) {
   LoaderOptions options;
   options.batch_size = batch_size;
@@ -73,6 +86,81 @@ TEST(Collate, PadsTokensAndNormalizesImages) {
   EXPECT_EQ(batch.image_ids, (std::vector<std::string>{"id1", "id3", "id0"}));
   EXPECT_EQ(batch.indices, (std::vector<int64_t>{1, 3, 0}));
   EXPECT_EQ(batch.references[2], (std::vector<std::vector<std::string>>{{"ref", "0"}}));
+}
+
+TEST(Collate, SamplesOfOneImageWithEqualPixelsShareARow) {
+  const ThreeCaptionsPerImage data(9);
+  // Captions 0 and 1 of image 0, caption 3 of image 1, caption 2 of image 0 flipped by an
+  // augmentation (other pixels), then its unflipped sibling again.
+  std::vector<Sample> samples = {data.get(0), data.get(1), data.get(3), data.get(2), data.get(2)};
+  samples[3].image[0][0][0] = 200;
+  ImageOptions image;
+  image.mean = {0.0f, 0.0f, 0.0f};
+  image.std = {1.0f, 1.0f, 1.0f};
+  const Batch shared = collate(samples, image, /*share_images=*/true);
+  EXPECT_EQ(shared.size(), 5);
+  ASSERT_EQ(shared.images.sizes(), (std::vector<int64_t>{3, 3, 2, 2}));
+  EXPECT_TRUE(torch::equal(shared.image_rows, torch::tensor({0, 0, 1, 2, 0}, torch::kLong)))
+      << shared.image_rows;
+  EXPECT_FLOAT_EQ(shared.images[1][0][0][0].item<float>(), 1.0f / 255.0f);    // image 1
+  EXPECT_FLOAT_EQ(shared.images[2][0][0][0].item<float>(), 200.0f / 255.0f);  // the flipped one
+  EXPECT_EQ(shared.image_ids, (std::vector<std::string>{"img0", "img0", "img1", "img0", "img0"}));
+  EXPECT_EQ(shared.tokens.size(0), 5);
+
+  const Batch unshared = collate(samples, image);
+  ASSERT_EQ(unshared.images.size(0), 5);
+  EXPECT_TRUE(torch::equal(unshared.image_rows, torch::arange(5, torch::kLong)));
+  // Every sample's image is its row of the shared batch.
+  EXPECT_TRUE(torch::equal(shared.images.index_select(0, shared.image_rows), unshared.images));
+}
+
+TEST(PlanBatches, GroupByImageShufflesWholeImages) {
+  const ThreeCaptionsPerImage data(30);  // 10 images
+  LoaderOptions options = options_with(4, 0);
+  options.shuffle = true;
+  options.group_by_image = true;
+  options.seed = 5;
+  const auto plan = plan_batches(data, options, 0);
+  std::vector<int64_t> order;
+  for (const auto& batch : plan) {
+    EXPECT_LE(batch.size(), 4u);
+    order.insert(order.end(), batch.begin(), batch.end());
+  }
+  ASSERT_EQ(order.size(), 30u);
+  // Runs of one image's three captions in dataset order; the images in a shuffled order.
+  std::vector<int64_t> images;
+  for (size_t run = 0; run < 10; ++run) {
+    const int64_t first = order[3 * run];
+    EXPECT_EQ(first % 3, 0);
+    EXPECT_EQ(order[3 * run + 1], first + 1);
+    EXPECT_EQ(order[3 * run + 2], first + 2);
+    images.push_back(first / 3);
+  }
+  std::vector<int64_t> sorted = images;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_NE(images, sorted);
+  EXPECT_NE(plan_batches(data, options, 1), plan);
+
+  // The loader encodes each image of a batch once: rows = distinct images of the batch.
+  Loader loader(std::make_shared<ThreeCaptionsPerImage>(30), options, ImageOptions{});
+  loader.start_epoch(0);
+  size_t batches = 0;
+  while (auto batch = loader.next()) {
+    std::set<int64_t> distinct;
+    for (const int64_t index : batch->indices) distinct.insert(index / 3);
+    EXPECT_EQ(batch->images.size(0), static_cast<int64_t>(distinct.size()));
+    ++batches;
+  }
+  EXPECT_EQ(batches, plan.size());
+
+  options.bucketing = true;
+  try {
+    validate(options);
+    ADD_FAILURE() << "bucketing with group_by_image was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("data.group_by_image"), std::string::npos) << error.what();
+  }
 }
 
 TEST(PlanBatches, InOrderWithoutShuffleAndDropLast) {

@@ -1,0 +1,50 @@
+// annotations_of on a batch whose captions share images: the encoder runs once per image, and the
+// annotations and their gradients equal those of encoding every caption's copy of the image.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "data/image_source.h"
+#include "decode/decode_split.h"
+
+namespace saccade {
+namespace {
+
+TEST(AnnotationsOf, SharedImagesGiveEachCaptionItsImagesAnnotationsAndGradient) {
+  torch::manual_seed(3);
+  EncoderOptions encoder;
+  encoder.channels = {4, 8};
+  DecoderOptions decoder;
+  decoder.embed_dim = decoder.hidden_dim = decoder.attention_dim = 8;
+  Captioner model = build_captioner(encoder, decoder, 5);
+  // BatchNorm on its running statistics: in training its statistics are over the distinct images.
+  model->eval();
+  // Read only for cached features, which this batch does not use.
+  const CaptionDataset unread(
+      {}, std::make_shared<FileImageSource>(std::vector<std::filesystem::path>{}, ImageOptions{}),
+      Vocabulary(std::vector<std::string>{"a"}), {}, SampleMode::per_image);
+
+  Batch shared;
+  shared.images = torch::randn({2, 3, 8, 8});                     // [U, 3, H, W]
+  shared.image_rows = torch::tensor({1, 0, 1, 1}, torch::kLong);  // [B]
+  shared.indices = {0, 1, 2, 3};
+  Batch copies = shared;
+  copies.images = shared.images.index_select(0, shared.image_rows);  // [B, 3, H, W]
+  copies.image_rows = torch::arange(4, torch::kLong);
+
+  const auto weights = torch::randn({4, 16, 8});  // [B, L, D]: a loss that tells captions apart
+  const auto gradient_of = [&](const Batch& batch) {
+    model->zero_grad();
+    const auto annotations = annotations_of(*model, batch, unread, nullptr);
+    (annotations * weights).sum().backward();
+    return std::make_pair(annotations.detach(), model->encoder->parameters().front().grad().clone());
+  };
+  const auto [from_shared, shared_gradient] = gradient_of(shared);
+  const auto [from_copies, copies_gradient] = gradient_of(copies);
+  ASSERT_EQ(from_shared.sizes(), (std::vector<int64_t>{4, 16, 8}));
+  EXPECT_TRUE(torch::allclose(from_shared, from_copies, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(shared_gradient, copies_gradient, 1e-4, 1e-5));
+  EXPECT_GT(shared_gradient.abs().max().item<float>(), 0.0f);
+}
+
+}  // namespace
+}  // namespace saccade
