@@ -7,8 +7,8 @@
 //
 // Training iterates one sample per (image, caption) pair, as the paper and sgrvinod's tutorial
 // do; validation and test iterate one sample per image carrying all its references. Batching,
-// shuffling, bucketing and prefetching are the Loader's (loader.h): bucketing needs the order
-// and the batches decided together.
+// shuffling, bucketing, grouping by image and prefetching are the Loader's (loader.h): they need
+// the order and the batches decided together.
 #pragma once
 
 #include <torch/types.h>

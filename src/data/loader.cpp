@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "io/log.h"
@@ -72,37 +73,39 @@ Batch collate(std::vector<Sample> samples, const ImageOptions& image, bool share
   auto lengths = batch.lengths.accessor<int64_t, 1>();
   auto image_rows = batch.image_rows.accessor<int64_t, 1>();
   const size_t image_bytes = static_cast<size_t>(height * width * 3);
-  int64_t rows = 0;
+  uint8_t* const rows = pixels.data_ptr<uint8_t>();
+  std::vector<std::string> row_image_ids;  // the image id of each row filled so far
+  // With share_images, the row already holding this image: the same id and, as a caption blocked
+  // from flipping keeps the unflipped image, equal pixels.
+  auto shared_row = [&](const std::string& image_id, const uint8_t* image_pixels) -> std::optional<int64_t> {
+    for (size_t row = 0; share_images && row < row_image_ids.size(); ++row) {
+      if (row_image_ids[row] == image_id &&
+          std::memcmp(rows + row * image_bytes, image_pixels, image_bytes) == 0)
+        return static_cast<int64_t>(row);
+    }
+    return std::nullopt;
+  };
   for (int64_t b = 0; b < count; ++b) {
     Sample& sample = samples[static_cast<size_t>(b)];
     TORCH_CHECK(
         sample.image.size(0) == height && sample.image.size(1) == width,
         "collate: images of one batch must share a size");
-    const auto image_data = sample.image.contiguous();
-    int64_t row = rows;
-    for (int64_t earlier = 0; share_images && earlier < b && row == rows; ++earlier) {
-      // Augmentation draws per sample, so the same image may arrive with different pixels.
-      const int64_t earlier_row = image_rows[earlier];
-      if (batch.image_ids[static_cast<size_t>(earlier)] == sample.image_id &&
-          std::memcmp(
-              pixels.data_ptr<uint8_t>() + earlier_row * image_bytes, image_data.data_ptr<uint8_t>(),
-              image_bytes) == 0) {
-        row = earlier_row;
-      }
+    const auto image_pixels = sample.image.contiguous();
+    std::optional<int64_t> row = shared_row(sample.image_id, image_pixels.data_ptr<uint8_t>());
+    if (!row) {
+      row = static_cast<int64_t>(row_image_ids.size());
+      std::memcpy(rows + *row * image_bytes, image_pixels.data_ptr<uint8_t>(), image_bytes);
+      row_image_ids.push_back(sample.image_id);
     }
-    if (row == rows) {
-      std::memcpy(
-          pixels.data_ptr<uint8_t>() + row * image_bytes, image_data.data_ptr<uint8_t>(), image_bytes);
-      ++rows;
-    }
-    image_rows[b] = row;
+    image_rows[b] = *row;
     for (size_t t = 0; t < sample.tokens.size(); ++t) tokens[b][static_cast<int64_t>(t)] = sample.tokens[t];
     lengths[b] = static_cast<int64_t>(sample.tokens.size());
     batch.image_ids.push_back(std::move(sample.image_id));
     batch.references.push_back(std::move(sample.references));
     batch.indices.push_back(sample.index);
   }
-  batch.images = normalize_images(pixels.narrow(0, 0, rows), image);  // [U, 3, H, W]
+  batch.images = normalize_images(
+      pixels.narrow(0, 0, static_cast<int64_t>(row_image_ids.size())), image);  // [U, 3, H, W]
   return batch;
 }
 
@@ -222,7 +225,9 @@ std::optional<Batch> Loader::assemble(int64_t epoch, const std::vector<int64_t>&
       continue;
     }
     if (transform_) {
-      Rng rng(mix_seed({options_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index)}));
+      // Grouped by image, an image's captions draw alike, so they can share its encoding.
+      const int64_t draw = options_.group_by_image ? dataset_->image_of(index) : index;
+      Rng rng(mix_seed({options_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(draw)}));
       transform_(sample, rng);
     }
     samples.push_back(std::move(sample));

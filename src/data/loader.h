@@ -7,7 +7,8 @@
 //     while (std::optional<Batch> batch = loader.next()) { ... batch->images, batch->tokens ... }
 //   }
 //
-// Shapes: B batch, T the longest token sequence in the batch, H = W = the pipeline's crop.
+// Shapes: B batch, U the batch's image rows (B unless images are shared: group_by_image), T the
+// longest token sequence in the batch, H = W = the pipeline's crop.
 // The order of an epoch depends only on (seed, epoch): shuffling uses Rng(mix_seed({seed,
 // epoch})), and batches come out in plan order whatever the worker timing. At most `prefetch`
 // batches exist ahead of the consumer, so memory does not grow with the dataset.
@@ -40,12 +41,14 @@ struct LoaderOptions {
   int prefetch = 4;         // batches assembled ahead of the consumer (>= 1)
   bool shuffle = false;     // reshuffle the samples every epoch
   bool bucketing = false;   // batch samples of similar token length together (less padding)
-  // Keep an image's samples (its captions) next to each other in the plan, shuffling whole images,
-  // and encode a batch's image once for all its captions (Batch::image_rows): the encoder then
-  // runs about captions-per-image times less often. Not with bucketing.
+  int bucket_pool = 50;     // with bucketing: how many batches' worth of samples are sorted together
+  // Keep an image's samples (its captions) next to each other in the plan, shuffling whole
+  // images; they share their augmentation draws and one row of Batch::images, so each image of a
+  // batch is encoded once (an image whose captions span two batches or ranks, once in each).
+  // Training then differs from encoding every caption's copy: BatchNorm's batch statistics are
+  // over the distinct images, and a dropout mask is the image's. Not with bucketing.
   bool group_by_image = false;
-  int bucket_pool = 50;  // with bucketing: how many batches' worth of samples are sorted together
-  uint64_t seed = 0;     // the order and augmentation of epoch e depend only on (seed, e)
+  uint64_t seed = 0;  // the order and augmentation of epoch e depend only on (seed, e)
   // Data-parallel training: this process reads part `shard` of `shards` of every batch of the
   // plan (the same plan everywhere), so batch_size stays the global batch. 1 = the whole batch.
   int shard = 0;
@@ -64,8 +67,9 @@ LoaderOptions loader_options_from(const Config& config, Split split, int64_t bat
 void validate(const LoaderOptions& options);
 
 struct Batch {
-  // float32 [U, 3, H, W], normalized: (x / 255 - mean) / std. U = B unless collated with
-  // share_images, where samples showing the same pixels share one row.
+  // float32 [U, 3, H, W], normalized: (x / 255 - mean) / std. U = B (and image_rows 0 .. B-1)
+  // unless collated with share_images, where samples with the same image_id and equal pixels
+  // after augmentation share one row.
   torch::Tensor images;
   torch::Tensor image_rows;            // int64 [B]: each sample's row of `images`
   torch::Tensor tokens;                // int64 [B, T]: <start> w1 .. wn <end>, then <pad> = 0

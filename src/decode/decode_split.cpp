@@ -16,14 +16,22 @@
 namespace saccade {
 torch::Tensor annotations_of(
     CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features) {
+  TORCH_CHECK(
+      batch.image_rows.defined() && batch.image_rows.size(0) == batch.size(),
+      "annotations_of: the batch has no image row for each sample");
+  torch::Tensor annotations;  // [U, L, D]
   if (features == nullptr) {
-    const auto annotations = model.encode(batch.images);  // [U, L, D]
-    if (annotations.size(0) == batch.size()) return annotations;
-    return annotations.index_select(0, batch.image_rows.to(annotations.device()));  // [B, L, D]
+    annotations = model.encode(batch.images);
+  } else {
+    std::vector<int64_t> images(static_cast<size_t>(batch.images.size(0)));  // each row's image in `dataset`
+    const auto image_rows = batch.image_rows.accessor<int64_t, 1>();
+    for (int64_t b = 0; b < batch.size(); ++b)
+      images[static_cast<size_t>(image_rows[b])] = dataset.image_of(batch.indices[static_cast<size_t>(b)]);
+    annotations = model.refine(
+        features->batch(images).to(model.device(), /*non_blocking=*/true), features->grid_size());
   }
-  std::vector<int64_t> rows;
-  for (const int64_t index : batch.indices) rows.push_back(dataset.image_of(index));
-  return model.refine(features->batch(rows).to(model.device(), /*non_blocking=*/true), features->grid_size());
+  if (annotations.size(0) == batch.size()) return annotations;                    // image_rows is 0 .. B-1
+  return annotations.index_select(0, batch.image_rows.to(annotations.device()));  // [B, L, D]
 }
 
 namespace {

@@ -65,9 +65,9 @@ struct DecodedSplit {
   std::optional<ShapesScores> shapes;
 };
 
-// The annotations of `batch` [B, L, D] on the model's device: rows of `features` (the batch's
-// images within `dataset`) when given, else the encoder run once on each of the batch's images
-// and its rows spread to the samples by Batch::image_rows.
+// The annotations of `batch` [B, L, D] on the model's device, computed once per row of
+// Batch::images and spread to the samples by Batch::image_rows: those images' rows of `features`
+// (found through `dataset`), refined, when given, else the encoder run on Batch::images.
 torch::Tensor annotations_of(
     CaptionerImpl& model, const Batch& batch, const CaptionDataset& dataset, const FeatureCache* features);
 

@@ -1,7 +1,10 @@
-// annotations_of on a batch whose captions share images: the encoder runs once per image, and the
-// annotations and their gradients equal those of encoding every caption's copy of the image.
+// annotations_of on a batch whose captions share images: the encoder runs once per image, and
+// (BatchNorm on its running statistics) the annotations and their gradients equal those of
+// encoding every caption's copy of the image.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <functional>
 
 #include "data/image_source.h"
 #include "decode/decode_split.h"
@@ -44,6 +47,28 @@ TEST(AnnotationsOf, SharedImagesGiveEachCaptionItsImagesAnnotationsAndGradient) 
   EXPECT_TRUE(torch::allclose(from_shared, from_copies, 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(shared_gradient, copies_gradient, 1e-4, 1e-5));
   EXPECT_GT(shared_gradient.abs().max().item<float>(), 0.0f);
+
+  // In training, BatchNorm's statistics come from the distinct images: the encoder ran on the U
+  // rows, not on the B copies.
+  model->train();
+  torch::Tensor running_mean;
+  for (const auto& buffer : model->encoder->named_buffers()) {
+    if (buffer.key().find("running_mean") != std::string::npos) {
+      running_mean = buffer.value();
+      break;
+    }
+  }
+  ASSERT_TRUE(running_mean.defined());
+  const auto start = running_mean.clone();
+  const auto moved_by = [&](const std::function<void()>& run) {
+    torch::NoGradGuard no_grad;
+    running_mean.copy_(start);
+    run();
+    return running_mean - start;
+  };
+  const auto by_shared = moved_by([&] { annotations_of(*model, shared, unread, nullptr); });
+  EXPECT_TRUE(torch::allclose(by_shared, moved_by([&] { model->encode(shared.images); }), 1e-6, 1e-7));
+  EXPECT_FALSE(torch::allclose(by_shared, moved_by([&] { model->encode(copies.images); }), 1e-3, 1e-4));
 }
 
 }  // namespace
