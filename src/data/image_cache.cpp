@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>

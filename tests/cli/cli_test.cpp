@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -32,6 +33,34 @@ TEST(Cli, HelpListsCommandsAndGroupOptions) {
   }
   EXPECT_NE(result.out.find("experiment"), std::string::npos);
   EXPECT_NE(result.out.find("shapes_soft"), std::string::npos);
+}
+
+// PyTorch's pip LibTorch exports its own std::filesystem, which crashes when saccade calls it;
+// the dynamic linker searches shared libraries in the order the binary names them, so
+// libstdc++ must come before every LibTorch library (CMakeLists.txt).
+TEST(Cli, BinaryNamesLibstdcxxBeforeLibTorch) {
+  const auto result = run_program({"readelf", "--dynamic", SACCADE_BINARY});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::vector<std::string> needed;
+  std::istringstream lines(result.out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t open = line.find("(NEEDED)");
+    const size_t name = line.find('[', open);
+    if (open != std::string::npos && name != std::string::npos)
+      needed.push_back(line.substr(name + 1, line.find(']', name) - name - 1));
+  }
+  const auto position = [&](const std::string& prefix) {
+    return std::find_if(
+               needed.begin(), needed.end(),
+               [&](const std::string& library) { return library.rfind(prefix, 0) == 0; }) -
+           needed.begin();
+  };
+  const auto libstdcxx = position("libstdc++.so"), libtorch = position("libtorch"),
+             libc10 = position("libc10");
+  ASSERT_LT(libstdcxx, static_cast<long>(needed.size())) << result.out;
+  ASSERT_LT(libtorch, static_cast<long>(needed.size())) << result.out;
+  EXPECT_LT(libstdcxx, libtorch) << result.out;
+  EXPECT_LT(libstdcxx, libc10) << result.out;
 }
 
 TEST(Cli, CommandHelpDescribesFlags) {
