@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The GPU check, for any machine with an NVIDIA GPU, PyTorch 2.x with CUDA and the CUDA toolkit:
-# builds saccade against the LibTorch inside that PyTorch (in build-cuda/), runs the test suite,
-# then on the GPU the smoke training (fp32, bf16, fp16), eval of its run, `bench decoder`, and
-# with two or more GPUs two data-parallel ranks over NCCL. Everything it prints is also in
-# build-cuda/gpu_check.log; it exits non-zero when any step failed.
+# builds saccade against the LibTorch inside that PyTorch (in build-cuda/), then on the GPU the
+# smoke training (fp32, bf16, fp16), eval of its run, `bench decoder`, and with two or more GPUs
+# two data-parallel ranks over NCCL; last, it builds and runs the test suite. Everything it prints
+# is also in build-cuda/gpu_check.log; it exits non-zero when any step failed.
 #   scripts/gpu_check.sh                    # PyTorch of `python3`
 #   PYTHON=/opt/venv/bin/python scripts/gpu_check.sh
+#   SACCADE_SKIP_SETUP=1 SACCADE_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=/opt/deps;..." scripts/gpu_check.sh
+#       where OpenCV, yaml-cpp, GoogleTest and OpenBLAS come from elsewhere than Debian's packages
+#       (then CMAKE_PREFIX_PATH must list the PyTorch prefix too, and OPENBLAS_LIBRARY may be given;
+#       extra compiler flags go in CXXFLAGS)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -25,31 +29,48 @@ print(f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.devi
 PY
 prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 gpus=$("$python" -c 'import torch; print(torch.cuda.device_count())')
-# A pip PyTorch keeps nccl.h in its nvidia-nccl package; without it Gloo carries the gradients.
-nccl_include=$("$python" -c 'import importlib.util as u, os; s = u.find_spec("nvidia.nccl")
-print(os.path.join(list(s.submodule_search_locations)[0], "include") if s else "")' 2>/dev/null || true)
-cmake_flags=()
-if [ -n "$nccl_include" ]; then cmake_flags+=("-DCMAKE_CXX_FLAGS=-isystem $nccl_include"); fi
+# A pip PyTorch keeps nccl.h in one of its nvidia-* packages; without it Gloo carries the gradients.
+nccl_include=$("$python" - <<'PY' 2>/dev/null
+import glob, os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit
+for root in nvidia.__path__:
+    for header in sorted(glob.glob(os.path.join(root, "**", "include", "nccl.h"), recursive=True)):
+        print(os.path.dirname(header))
+        raise SystemExit
+PY
+)
+if [ -n "$nccl_include" ]; then export CXXFLAGS="${CXXFLAGS:-} -isystem $nccl_include"; fi
+cmake_flags=(-DCMAKE_PREFIX_PATH="$prefix")
+# Later arguments win, so the caller's CMAKE_PREFIX_PATH replaces the one above.
+read -r -a extra_flags <<<"${SACCADE_CMAKE_ARGS:-}"
+cmake_flags+=("${extra_flags[@]}")
 
-scripts/setup.sh --build-only || exit 1
+if [ "${SACCADE_SKIP_SETUP:-0}" != 1 ]; then scripts/setup.sh --build-only || exit 1; fi
 if [ ! -f build-cuda/CMakeCache.txt ]; then
-  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
-    "${cmake_flags[@]}" || exit 1
+  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_flags[@]}" || exit 1
 fi
-cmake --build build-cuda -j"$(nproc)" || exit 1
 
 failed=()
-step() {  # step NAME COMMAND...: runs it, records a failure, carries on
-  local name=$1
+step() {  # step NAME COMMAND...: runs it, records a failure and the seconds taken, carries on
+  local name=$1 start=$SECONDS
   shift
   echo "=== $name: $*"
   if ! "$@"; then
     failed+=("$name")
   fi
+  echo "=== $name: $((SECONDS - start)) s"
 }
+# -k 0: every translation unit that fails is reported, not only the first.
+step "build saccade" cmake --build build-cuda -j"$(nproc)" --target saccade -- -k 0
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "gpu_check.sh: failed: ${failed[*]}"
+  exit 1
+fi
 saccade=$PWD/build-cuda/src/cli/saccade
 work=$(mktemp -d)
-step tests bash -c "cd build-cuda && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure --timeout 600 -j4"
 for precision in fp32 bf16 fp16; do
   step "smoke $precision" "$saccade" train experiment=smoke runtime.device=cuda runtime.precision=$precision \
     run.dir="$work/smoke_$precision"
@@ -62,6 +83,8 @@ if [ "$gpus" -ge 2 ]; then
   step "bench decoder, two ranks" "$saccade" bench decoder --nproc 2 runtime.device=cuda
 fi
 rm -rf "$work"
+step "build tests" cmake --build build-cuda -j"$(nproc)" -- -k 0
+step tests bash -c "cd build-cuda && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure --timeout 600 -j$(nproc)"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "gpu_check.sh: failed: ${failed[*]}"
   exit 1
