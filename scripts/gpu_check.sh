@@ -6,10 +6,12 @@
 # is also in build-cuda/gpu_check.log; it exits non-zero when any step failed.
 #   scripts/gpu_check.sh                    # PyTorch of `python3`
 #   PYTHON=/opt/venv/bin/python scripts/gpu_check.sh
-#   SACCADE_SKIP_SETUP=1 SACCADE_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=/opt/deps;..." scripts/gpu_check.sh
-#       where OpenCV, yaml-cpp, GoogleTest and OpenBLAS come from elsewhere than Debian's packages
-#       (then CMAKE_PREFIX_PATH must list the PyTorch prefix too, and OPENBLAS_LIBRARY may be given;
-#       extra compiler flags go in CXXFLAGS)
+#   SACCADE_SKIP_SETUP=1 SACCADE_PREFIX_PATH="/opt/opencv;/opt/deps" \
+#     SACCADE_CMAKE_ARGS="-DOPENBLAS_LIBRARY=/opt/deps/lib/libopenblas.so" scripts/gpu_check.sh
+#       where OpenCV, yaml-cpp, GoogleTest and OpenBLAS come from elsewhere than Debian's packages:
+#       SACCADE_PREFIX_PATH is searched before PyTorch's prefix (entries separated by ';'),
+#       SACCADE_CMAKE_ARGS adds CMake arguments (separated by spaces, unquoted), compiler flags go
+#       in CXXFLAGS. CMake is run on every call, so changed settings take effect.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -42,16 +44,14 @@ for root in nvidia.__path__:
         raise SystemExit
 PY
 )
-if [ -n "$nccl_include" ]; then export CXXFLAGS="${CXXFLAGS:-} -isystem $nccl_include"; fi
-cmake_flags=(-DCMAKE_PREFIX_PATH="$prefix")
-# Later arguments win, so the caller's CMAKE_PREFIX_PATH replaces the one above.
+cxx_flags=${CXXFLAGS:-}
+if [ -n "$nccl_include" ]; then cxx_flags+=" -isystem $nccl_include"; fi
+cmake_flags=(-DCMAKE_PREFIX_PATH="${SACCADE_PREFIX_PATH:+$SACCADE_PREFIX_PATH;}$prefix" -DCMAKE_CXX_FLAGS="$cxx_flags")
 read -r -a extra_flags <<<"${SACCADE_CMAKE_ARGS:-}"
 cmake_flags+=("${extra_flags[@]}")
 
 if [ "${SACCADE_SKIP_SETUP:-0}" != 1 ]; then scripts/setup.sh --build-only || exit 1; fi
-if [ ! -f build-cuda/CMakeCache.txt ]; then
-  cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_flags[@]}" || exit 1
-fi
+cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_flags[@]}" || exit 1
 
 failed=()
 step() {  # step NAME COMMAND...: runs it, records a failure and the seconds taken, carries on
@@ -82,11 +82,11 @@ if [ "$gpus" -ge 2 ]; then
   step "two ranks over NCCL" "$saccade" train --nproc 2 experiment=smoke runtime.device=cuda run.dir="$work/ranks"
   step "bench decoder, two ranks" "$saccade" bench decoder --nproc 2 runtime.device=cuda
 fi
-rm -rf "$work"
 step "build tests" cmake --build build-cuda -j"$(nproc)" -- -k 0
 step tests bash -c "cd build-cuda && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure --timeout 600 -j$(nproc)"
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "gpu_check.sh: failed: ${failed[*]}"
+  echo "gpu_check.sh: failed: ${failed[*]} (the GPU steps' run folders are kept in $work)"
   exit 1
 fi
+rm -rf "$work"
 echo "gpu_check.sh: every step passed"
