@@ -113,7 +113,8 @@ int run_caption(const Job& job) {
     throw std::invalid_argument("saccade caption needs images or folders to caption");
   }
   const bool json = invocation.has_flag("--json");
-  TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
+  TrainedRun run =
+      load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);
   torch::manual_seed(static_cast<uint64_t>(run.config.get<int64_t>("seed")));  // decode.method=sample repeats
@@ -178,7 +179,8 @@ int run_visualize(const Job& job) {
   const std::filesystem::path run_dir = required_run(invocation);
   const Split split = parse_split(invocation.flag("--split", "test"));
   const int64_t count = invocation.positive_flag("--n", "16");
-  TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
+  TrainedRun run =
+      load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);
   torch::manual_seed(static_cast<uint64_t>(run.config.get<int64_t>("seed")));  // decode.method=sample repeats

@@ -46,12 +46,13 @@ const std::vector<CommandSpec>& commands() {
        true,
        check_train},
       {"eval",
-       "Decode a split with a trained run's best checkpoint and score it.",
+       "Decode a split with a trained run's best (or last) checkpoint and score it.",
        "Loads <run>/checkpoints/best with the run's config.yaml over today's defaults, decodes the split\n"
        "with decode.* (overrides apply), writes <run>/results/<split>.json (COCO results) and\n"
        "<split>_scores.json, and prints the scores. Example: saccade eval --run DIR decode.beam_size=5",
        {{"--run", "DIR", "the training run folder whose checkpoints/best to evaluate"},
-        {"--split", "NAME", "train | val | test (default test)"}},
+        {"--split", "NAME", "train | val | test (default test)"},
+        {"--checkpoint", "NAME", "best (default) or last: the last finished epoch's"}},
        true,
        false,
        false,
@@ -72,6 +73,7 @@ const std::vector<CommandSpec>& commands() {
        "Caption images with a trained run and draw where the model looked.",
        "Captions every image given (files or folders), prints file<TAB>caption and writes overlays.",
        {{"--run", "DIR", "the run folder whose best checkpoint to use"},
+        {"--checkpoint", "NAME", "best (default) or last"},
         {"--beam", "K", "beam size"},
         {"--n-best", "N", "with --json: the N best captions of each image (N <= K)"},
         {"--out", "DIR", "where overlays go"},
@@ -87,6 +89,7 @@ const std::vector<CommandSpec>& commands() {
        "the caption; decode.* overrides apply (greedy unless --beam). Example:\n"
        "saccade visualize --run DIR --n 8 decode.hard_read=expectation",
        {{"--run", "DIR", "the run folder whose best checkpoint to use"},
+        {"--checkpoint", "NAME", "best (default) or last"},
         {"--split", "NAME", "train, val or test (default test)"},
         {"--n", "COUNT", "how many images (default 16)"},
         {"--beam", "K", "beam size (default 1: greedy)"}},

@@ -1,5 +1,6 @@
-// `saccade eval --run DIR [--split NAME] [decode.beam_size=K ...]`: decodes a split with a run's
-// best checkpoint, scores it and writes the results into the run folder:
+// `saccade eval --run DIR [--split NAME] [--checkpoint last] [decode.beam_size=K ...]`: decodes a
+// split with a run's best (or last) checkpoint, scores it and writes the results into the run
+// folder:
 //   <run>/results/<split>.json          COCO results format [{"image_id": .., "caption": ..}]
 //   <run>/results/<split>_scores.json   corpus scores, per-image scores and captions, the search
 //                                       used, and for the shapes world the shapes metrics
@@ -22,7 +23,8 @@ int run_eval(const Job& job) {
   const std::string split_name = invocation.flag("--split", "test");
   const Split split = parse_split(split_name);
 
-  TrainedRun run = load_trained_run(run_dir, job.request(), job.placement);
+  TrainedRun run =
+      load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const auto search = make_caption_search(run.search);
   const PreparedDataset data = ensure_prepared(run.dataset, {split});
   const SplitResults results = evaluate_split(run, data.split(split), *search).results;

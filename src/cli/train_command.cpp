@@ -69,7 +69,7 @@ TestPass test_best_checkpoint(
   const EvaluatedSplit test = evaluate_split(best, test_images, *search, features, job.group);
   pass.results = test.results;
   if (log == nullptr) return pass;  // another rank writes the files
-  auto row = score_row(test.results.scores);
+  auto row = score_row(test.results.scores, test.results.shapes);
   row["kind"] = "test";
   row["epoch"] = std::to_string(trained.best_epoch);
   row["step"] = std::to_string(trained.steps);

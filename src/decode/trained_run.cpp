@@ -65,10 +65,17 @@ std::vector<std::string> run_choices(const std::filesystem::path& run_dir, const
 }
 
 TrainedRun load_trained_run(
-    const std::filesystem::path& run_dir, const ComposeRequest& today, const Placement& placement) {
+    const std::filesystem::path& run_dir,
+    const ComposeRequest& today,
+    const Placement& placement,
+    const std::string& checkpoint) {
+  if (checkpoint != "best" && checkpoint != "last") {
+    throw std::invalid_argument(
+        "checkpoint '" + checkpoint + "' is not one a run keeps: best (by train.val_metric) or last");
+  }
   TrainedRun run;
   run.dir = run_dir;
-  run.checkpoint = run_dir / "checkpoints" / "best";
+  run.checkpoint = run_dir / "checkpoints" / checkpoint;
   check_checkpoint(run.checkpoint);
   const CheckpointFiles files{run.checkpoint};
   const YAML::Node saved = read_yaml(files.config());

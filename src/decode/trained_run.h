@@ -11,7 +11,7 @@
 // today's default for it, and the command line still wins; a saved key today's configs do not
 // have is kept and named in a one-line warning. The model is built from that config (encoder
 // weights come from the checkpoint, never from encoder.weights) and loaded from
-// <run>/checkpoints/best, in eval mode.
+// <run>/checkpoints/best (or last), in eval mode.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ namespace saccade {
 
 struct TrainedRun {
   std::filesystem::path dir;         // the run folder (or a folder holding a copied checkpoints/)
-  std::filesystem::path checkpoint;  // dir/checkpoints/best
+  std::filesystem::path checkpoint;  // dir/checkpoints/best (or last)
   Config config;                     // today's defaults <- the run's saved config <- the overrides
   Vocabulary vocabulary;             // the checkpoint's
   Captioner model{nullptr};          // the checkpoint's weights, in eval mode, on placement.device
@@ -46,12 +46,16 @@ struct TrainedRun {
 // run without run.yaml.
 std::vector<std::string> run_choices(const std::filesystem::path& run_dir, const ComposeRequest& today);
 
-// Loads `run_dir`/checkpoints/best onto `placement` (this process's runtime.device and
-// runtime.precision, not the ones the run trained with). `today` names the config folder, primary
-// config and the caller's overrides. Throws std::runtime_error (one line) for a missing or
-// incomplete checkpoint or weights that do not fit its config and vocabulary; ConfigError for bad
-// overrides or values.
+// Loads `run_dir`/checkpoints/<checkpoint> (best, or last: the last finished epoch's) onto
+// `placement` (this process's runtime.device and runtime.precision, not the ones the run trained
+// with). `today` names the config folder, primary config and the caller's overrides. Throws
+// std::invalid_argument for another checkpoint name, std::runtime_error (one line) for a missing
+// or incomplete checkpoint or weights that do not fit its config and vocabulary; ConfigError for
+// bad overrides or values.
 TrainedRun load_trained_run(
-    const std::filesystem::path& run_dir, const ComposeRequest& today, const Placement& placement = {});
+    const std::filesystem::path& run_dir,
+    const ComposeRequest& today,
+    const Placement& placement = {},
+    const std::string& checkpoint = "best");
 
 }  // namespace saccade

@@ -282,13 +282,18 @@ ShapesScores finish(const ShapesTally& tally) {
   return scores;
 }
 
+namespace {
+
+std::string number(const std::optional<double>& value) {
+  if (!value) return "n/a";
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(4) << *value;
+  return text.str();
+}
+
+}  // namespace
+
 std::string describe(const ShapesScores& scores) {
-  const auto number = [](const std::optional<double>& value) {
-    if (!value) return std::string("n/a");
-    std::ostringstream text;
-    text << std::fixed << std::setprecision(4) << *value;
-    return text.str();
-  };
   // The split by kind of word only where some word was scored (none without attention).
   std::string by_kind;
   for (size_t kind = 0; kind < kPointingWordKinds && scores.pointing_words > 0; ++kind) {
@@ -307,6 +312,13 @@ std::string describe(const ShapesScores& scores) {
          std::to_string(scores.relations) + " relations)\n" + "  relation choice    " +
          number(scores.relation_choice_accuracy) + "  (chance " + number(kRelationChoiceChance) + ", " +
          std::to_string(scores.relation_choices) + " pairs)\n";
+}
+
+std::string summarize(const ShapesScores& scores) {
+  return "pointing " + number(scores.pointing_accuracy) + ", content " + number(scores.content_accuracy) +
+         ", recall " + number(scores.object_recall) + ", relations " + number(scores.relation_accuracy) +
+         " (" + std::to_string(scores.relations) + "), relation choice " +
+         number(scores.relation_choice_accuracy);
 }
 
 }  // namespace saccade

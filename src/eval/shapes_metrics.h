@@ -147,5 +147,8 @@ ShapesScores finish(const ShapesTally& tally);
 // 0.0679, 739 words)", the pointing game by kind of word when any word was scored, then the
 // other four), numbers with 4 decimals, n/a where there is none.
 std::string describe(const ShapesScores& scores);
+// The same on one line, for a log: "pointing 0.8520, content 0.9770, recall 0.9770, relations
+// 0.5576 (330), relation choice 0.6000".
+std::string summarize(const ShapesScores& scores);
 
 }  // namespace saccade

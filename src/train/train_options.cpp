@@ -20,7 +20,12 @@ const EnumNames<ValMetric> kValMetricNames(
      {ValMetric::bleu3, "bleu3"},
      {ValMetric::bleu4, "bleu4"},
      {ValMetric::rouge_l, "rouge_l"},
-     {ValMetric::cider_d, "cider_d"}});
+     {ValMetric::cider_d, "cider_d"},
+     {ValMetric::pointing_accuracy, "pointing_accuracy"},
+     {ValMetric::content_accuracy, "content_accuracy"},
+     {ValMetric::object_recall, "object_recall"},
+     {ValMetric::relation_accuracy, "relation_accuracy"},
+     {ValMetric::relation_choice_accuracy, "relation_choice_accuracy"}});
 
 }  // namespace
 
@@ -124,7 +129,12 @@ void validate(const TrainOptions& options) {
       "train.scst.baseline=mean needs train.scst.samples >= 2 (the mean of an image's other samples)");
 }
 
-double metric_value(const CaptionScores& scores, ValMetric metric) {
+bool is_shapes_metric(ValMetric metric) {
+  return metric >= ValMetric::pointing_accuracy;
+}
+
+std::optional<double> metric_value(
+    const CaptionScores& scores, const std::optional<ShapesScores>& shapes, ValMetric metric) {
   switch (metric) {
     case ValMetric::bleu1:
       return scores.bleu[0];
@@ -138,8 +148,24 @@ double metric_value(const CaptionScores& scores, ValMetric metric) {
       return scores.rouge_l;
     case ValMetric::cider_d:
       return scores.cider_d;
+    default:
+      break;
   }
-  return 0.0;
+  if (!shapes) return std::nullopt;
+  switch (metric) {
+    case ValMetric::pointing_accuracy:
+      return shapes->pointing_accuracy;
+    case ValMetric::content_accuracy:
+      return shapes->content_accuracy;
+    case ValMetric::object_recall:
+      return shapes->object_recall;
+    case ValMetric::relation_accuracy:
+      return shapes->relation_accuracy;
+    case ValMetric::relation_choice_accuracy:
+      return shapes->relation_choice_accuracy;
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace saccade

@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "eval/caption_scores.h"
+#include "eval/shapes_metrics.h"
 #include "train/objectives.h"
 #include "train/scst.h"
 
@@ -30,11 +31,30 @@ enum class Objective { xent, scst };
 std::string to_string(Objective objective);
 Objective parse_objective(const std::string& name);  // xent | scst
 
-// The validation score that picks the best checkpoint and drives early stopping.
-enum class ValMetric { bleu1, bleu2, bleu3, bleu4, rouge_l, cider_d };
-std::string to_string(ValMetric metric);  // also its metrics.csv column
+// The validation score that picks the best checkpoint and drives early stopping: a caption
+// metric, or on the shapes world one of its metrics (eval/shapes_metrics.h), which see what
+// caption metrics hardly do (BLEU-4 hardly moves when a relation word changes).
+enum class ValMetric {
+  bleu1,
+  bleu2,
+  bleu3,
+  bleu4,
+  rouge_l,
+  cider_d,
+  pointing_accuracy,  // the shapes world's, from here on
+  content_accuracy,
+  object_recall,
+  relation_accuracy,
+  relation_choice_accuracy
+};
+std::string to_string(ValMetric metric);  // also its metrics.csv column and its scores JSON key
 ValMetric parse_val_metric(const std::string& name);
-double metric_value(const CaptionScores& scores, ValMetric metric);
+bool is_shapes_metric(ValMetric metric);
+// The metric in one validation's scores; std::nullopt for a shapes metric without shapes scores
+// or whose ratio has no denominator (no relation stated). An epoch without a value never
+// improves on one with a value.
+std::optional<double> metric_value(
+    const CaptionScores& scores, const std::optional<ShapesScores>& shapes, ValMetric metric);
 
 // The largest train.batch_size: far beyond any machine's memory, and small enough that counts of
 // images (steps x batch) never overflow.

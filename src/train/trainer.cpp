@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -157,21 +158,44 @@ void initialize_from(
 
 const std::vector<std::string>& metrics_columns() {
   static const std::vector<std::string> columns = {
-      "kind",        "epoch",         "step",         "loss",
-      "xent",        "alpha_reg",     "reinforce",    "attention_entropy",
-      "scst_reward", "scst_baseline", "sample_words", "function_word_endings",
-      "lr",          "images_per_s",  "bleu1",        "bleu2",
-      "bleu3",       "bleu4",         "rouge_l",      "cider_d",
-      "meteor"};
+      "kind",
+      "epoch",
+      "step",
+      "loss",
+      "xent",
+      "alpha_reg",
+      "reinforce",
+      "attention_entropy",
+      "scst_reward",
+      "scst_baseline",
+      "sample_words",
+      "function_word_endings",
+      "lr",
+      "images_per_s",
+      "bleu1",
+      "bleu2",
+      "bleu3",
+      "bleu4",
+      "rouge_l",
+      "cider_d",
+      "meteor",
+      "pointing_accuracy",
+      "content_accuracy",
+      "object_recall",
+      "relation_accuracy",
+      "relation_choice_accuracy"};
   return columns;
 }
 
-std::map<std::string, std::string> score_row(const CaptionScores& scores) {
+std::map<std::string, std::string> score_row(
+    const CaptionScores& scores, const std::optional<ShapesScores>& shapes) {
   std::map<std::string, std::string> row;
   for (const ValMetric metric :
        {ValMetric::bleu1, ValMetric::bleu2, ValMetric::bleu3, ValMetric::bleu4, ValMetric::rouge_l,
-        ValMetric::cider_d}) {
-    row[to_string(metric)] = MetricsCsv::number(metric_value(scores, metric));
+        ValMetric::cider_d, ValMetric::pointing_accuracy, ValMetric::content_accuracy,
+        ValMetric::object_recall, ValMetric::relation_accuracy, ValMetric::relation_choice_accuracy}) {
+    if (const auto value = metric_value(scores, shapes, metric))
+      row[to_string(metric)] = MetricsCsv::number(*value);
   }
   if (scores.meteor) row["meteor"] = MetricsCsv::number(*scores.meteor);
   return row;
@@ -196,6 +220,11 @@ struct Trainer::StepLog {
 
 void validate(const TrainerSetup& setup) {
   validate(setup.train);
+  if (is_shapes_metric(setup.train.val_metric) && setup.dataset.kind != "shapes") {
+    throw std::invalid_argument(
+        "train.val_metric=" + to_string(setup.train.val_metric) +
+        " is a shapes-world metric; this run has dataset.kind=" + setup.dataset.kind);
+  }
   validate(setup.dataset);
   validate(setup.train_loader);
   validate(setup.eval_loader);
@@ -540,6 +569,7 @@ bool Trainer::end_epoch(int64_t epoch) {
   decode.group = setup_.group;
   decode.precision = setup_.placement.precision;
   decode.seed = options_.seed;
+  if (setup_.dataset.kind == "shapes") decode.shapes_world = &setup_.dataset;
   if (ranks() > 1) {
     // BatchNorm statistics that trained follow each rank's part of the batches: every rank
     // validates with rank 0's, the ones the checkpoint keeps.
@@ -552,25 +582,32 @@ bool Trainer::end_epoch(int64_t epoch) {
   // The main rank scores (METEOR runs once) and tells the others the metric that decides.
   if (rank() == 0)
     result_.last_validation = score_captions(decoded.references, decoded.candidates, setup_.scores);
-  auto row = score_row(result_.last_validation);
+  result_.last_validation_shapes = decoded.shapes;
+  auto row = score_row(result_.last_validation, result_.last_validation_shapes);
   row["kind"] = "val";
   row["epoch"] = std::to_string(epoch);
   row["step"] = std::to_string(state_.step);
   row["lr"] = MetricsCsv::number(state_.learning_rate);
   write_row(row);
-  if (rank() == 0)
+  if (rank() == 0) {
     log::info() << "epoch " << epoch << " validation: BLEU-4 " << result_.last_validation.bleu[3]
-                << ", CIDEr-D " << result_.last_validation.cider_d << " (" << decoded.image_order.size()
-                << " images)";
+                << ", CIDEr-D " << result_.last_validation.cider_d
+                << (decoded.shapes ? ", " + summarize(*decoded.shapes) : std::string()) << " ("
+                << decoded.image_order.size() << " images)";
+  }
 
   state_.epoch = epoch;
-  double metric = metric_value(result_.last_validation, options_.val_metric);
-  if (ranks() > 1) {
-    auto shared = torch::tensor({metric}, torch::kDouble);
+  std::optional<double> metric =
+      metric_value(result_.last_validation, result_.last_validation_shapes, options_.val_metric);
+  if (ranks() > 1) {  // NaN carries "no value"
+    auto shared = torch::tensor({metric.value_or(std::numeric_limits<double>::quiet_NaN())}, torch::kDouble);
     setup_.group->broadcast({shared});
-    metric = shared.item<double>();
+    const double value = shared.item<double>();
+    metric = std::isnan(value) ? std::nullopt : std::optional<double>(value);
   }
-  const bool improved = !state_.best_metric || metric > *state_.best_metric;
+  // The first epoch is the best so far whatever it scores; after it, only a higher value.
+  const bool improved =
+      state_.best_epoch == 0 || (metric && (!state_.best_metric || *metric > *state_.best_metric));
   if (improved) {
     state_.best_metric = metric;
     state_.best_epoch = epoch;

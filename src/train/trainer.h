@@ -88,16 +88,19 @@ struct TrainResult {
   bool stopped_early = false;
   std::optional<double> best_metric;  // of TrainOptions::val_metric
   int64_t best_epoch = 0;
-  CaptionScores last_validation;  // scores of the last epoch's validation
-  int64_t skipped_images = 0;     // images left out under data.on_bad_image: skip
+  CaptionScores last_validation;                       // scores of the last epoch's validation
+  std::optional<ShapesScores> last_validation_shapes;  // ... and on the shapes world its metrics
+  int64_t skipped_images = 0;                          // images left out under data.on_bad_image: skip
   double seconds = 0.0;
 };
 
 // The columns of metrics.csv: kind (train | val | test), epoch, step, the loss terms, the
-// learning rate, images/s and the caption scores.
+// learning rate, images/s, the caption scores and the shapes world's metrics.
 const std::vector<std::string>& metrics_columns();
-// A scores row of metrics.csv (bleu1..4, rouge_l, cider_d, meteor when available).
-std::map<std::string, std::string> score_row(const CaptionScores& scores);
+// A scores row of metrics.csv: bleu1..4, rouge_l, cider_d, meteor when available, and with
+// `shapes` the shapes metrics that have a value (columns named as ValMetric's).
+std::map<std::string, std::string> score_row(
+    const CaptionScores& scores, const std::optional<ShapesScores>& shapes = std::nullopt);
 
 // The search that validates: greedy, up to train.max_length words, hard attention reading as
 // decode.hard_read says. The end of training captions the test split with it too.

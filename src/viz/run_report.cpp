@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "base/text.h"
@@ -232,6 +233,17 @@ std::string curves_section(const std::optional<MetricsTable>& metrics) {
   html += svg_line_chart({"Validation", "epoch", "score"}, captions);
   html += svg_line_chart(
       {"Validation CIDEr-D", "epoch", "CIDEr-D"}, {series_of(val, "epoch", "cider_d", "CIDEr-D")});
+  std::vector<ChartSeries> shapes;  // a shapes-world run: what the captions say, where words look
+  for (const auto& [key, label] :
+       {std::pair<const char*, const char*>{"pointing_accuracy", "pointing game"},
+        {"content_accuracy", "content accuracy"},
+        {"object_recall", "object recall"},
+        {"relation_accuracy", "relation accuracy"},
+        {"relation_choice_accuracy", "relation choice"}}) {
+    auto series = series_of(val, "epoch", key, label);
+    if (!series.points.empty()) shapes.push_back(std::move(series));
+  }
+  if (!shapes.empty()) html += svg_line_chart({"Validation: shapes world", "epoch", "share"}, shapes);
   html += svg_line_chart({"Learning rate", "step", "lr"}, {series_of(train, "step", "lr", "learning rate")});
   return html + "</div>\n</section>\n";
 }

@@ -208,6 +208,26 @@ TEST_F(EvalTest, SampledCaptionsRepeatWithTheSeed) {
   EXPECT_NE(captions("1"), first);
 }
 
+// --checkpoint last evaluates the last finished epoch's weights (the smoke run trains 2); another
+// name is refused in one line naming it.
+TEST_F(EvalTest, TheLastCheckpointOnRequest) {
+  const auto last = eval({"--checkpoint", "last", "decode.beam_size=1"});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  EXPECT_NE(
+      last.err.find("Evaluating " + (run_ / "checkpoints/last").string() + " (epoch 2)"), std::string::npos)
+      << last.err;
+  EXPECT_EQ(YAML::LoadFile((run_ / "results/test_scores.json").string())["checkpoint_epoch"].as<int>(), 2);
+  const auto best = eval({"decode.beam_size=1"});
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  EXPECT_NE(best.err.find("Evaluating " + (run_ / "checkpoints/best").string()), std::string::npos)
+      << best.err;
+
+  const auto bad = eval({"--checkpoint", "newest"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("checkpoint 'newest' is not one a run keeps"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
 TEST_F(EvalTest, RunWithoutCheckpointFailsWithOneLine) {
   TempDir empty;
   const auto result = run_saccade(

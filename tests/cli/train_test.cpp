@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -106,6 +107,57 @@ TEST(Train, SmokeRunWritesMetricsCheckpointsAndSummary) {
        {"brain.Event:2", "config", "train/loss", "train/xent", "val/bleu4", "val/cider_d", "test/cider_d",
         "samples/captions", "\x89PNG"})
     EXPECT_NE(events.find(tag), std::string::npos) << tag;
+}
+
+// On the shapes world every validation scores what the captions say and where their words look;
+// one of those metrics can pick the best checkpoint (the first epoch of its highest value), on
+// the shapes world only.
+TEST(Train, AShapesMetricPicksTheBestCheckpoint) {
+  TempDir work;
+  const auto result = train_smoke(
+      work.path(), {"train.epochs=3", "train.val_metric=relation_choice_accuracy", "viz.sample_images=0"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto run = only_run(work.path());
+  int validations = 0, best_epoch = 0;
+  double best = -1.0;
+  for (const auto& row : read_metrics(run)) {
+    if (row.at("kind") == "train") continue;
+    for (const char* column :
+         {"pointing_accuracy", "content_accuracy", "object_recall", "relation_accuracy",
+          "relation_choice_accuracy"}) {
+      if (row.count(column) == 0) continue;  // n/a: nothing to count (no relation stated)
+      EXPECT_GE(std::stod(row.at(column)), 0.0) << column;
+      EXPECT_LE(std::stod(row.at(column)), 1.0) << column;
+    }
+    ASSERT_EQ(row.count("relation_choice_accuracy"), 1u) << row.at("kind");
+    if (row.at("kind") != "val") continue;
+    ++validations;
+    const double choice = std::stod(row.at("relation_choice_accuracy"));
+    if (choice > best) {
+      best = choice;
+      best_epoch = std::stoi(row.at("epoch"));
+    }
+  }
+  EXPECT_EQ(validations, 3);
+  EXPECT_NE(
+      read_file(run / "checkpoints/best/state.json").find("\"epoch\": " + std::to_string(best_epoch)),
+      std::string::npos);
+  char printed[64];
+  std::snprintf(printed, sizeof(printed), "Best relation_choice_accuracy %.4f at epoch %d", best, best_epoch);
+  EXPECT_NE(result.out.find(printed), std::string::npos) << result.out;
+  EXPECT_NE(result.err.find("relation choice"), std::string::npos) << result.err;  // each validation's line
+  EXPECT_NE(read_file(run / "report.html").find("Validation: shapes world"), std::string::npos);
+
+  const auto elsewhere = train_smoke(
+      work.path(),
+      {"dataset=flickr8k", "train.val_metric=pointing_accuracy", "run.dir=" + (work / "other").string()});
+  EXPECT_EQ(elsewhere.exit_code, 2) << elsewhere.err;
+  EXPECT_NE(
+      elsewhere.err.find("train.val_metric=pointing_accuracy is a shapes-world metric; this run has "
+                         "dataset.kind=karpathy"),
+      std::string::npos)
+      << elsewhere.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "other"));
 }
 
 TEST(Train, TensorboardCanBeSwitchedOff) {
