@@ -63,12 +63,15 @@ step() {  # step NAME COMMAND...: runs it, records a failure and the seconds tak
   fi
   echo "=== $name: $((SECONDS - start)) s"
 }
+stop_if_failed() {  # stop_if_failed [NOTE]: names the failed steps and exits 1 when there are any
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "gpu_check.sh: failed: ${failed[*]}${1:+ ($1)}"
+    exit 1
+  fi
+}
 # -k 0: every translation unit that fails is reported, not only the first.
 step "build saccade" cmake --build build-cuda -j"$(nproc)" --target saccade -- -k 0
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "gpu_check.sh: failed: ${failed[*]}"
-  exit 1
-fi
+stop_if_failed
 saccade=$PWD/build-cuda/src/cli/saccade
 work=$(mktemp -d)
 for precision in fp32 bf16 fp16; do
@@ -84,9 +87,6 @@ if [ "$gpus" -ge 2 ]; then
 fi
 step "build tests" cmake --build build-cuda -j"$(nproc)" -- -k 0
 step tests bash -c "cd build-cuda && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure --timeout 600 -j$(nproc)"
-if [ ${#failed[@]} -gt 0 ]; then
-  echo "gpu_check.sh: failed: ${failed[*]} (the GPU steps' run folders are kept in $work)"
-  exit 1
-fi
+stop_if_failed "the GPU steps' run folders are kept in $work"
 rm -rf "$work"
 echo "gpu_check.sh: every step passed"
