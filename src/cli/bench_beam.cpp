@@ -3,7 +3,9 @@
 // attention, vector gate; with decoder=transformer, the Transformer at the peers' base size,
 // bench.h), max_length 20. Prints ms per image for greedy search and beam sizes 1, 3 and 5, one
 // image at a time and 32 images in one batch (B*K decoder rows per step): the best of 5 timed runs
-// (3 for the batch) after a warm-up run; then ms per word at 10, 20 and 40 words.
+// (3 for the batch) after a warm-up run; then ms per word at 10, 20 and 40 words; on the CPU, the
+// two largest few-row products with fp32 and bf16 weights (widened, and dot products where the
+// CPU has AVX-512 BF16).
 // Random weights rarely emit <end> (p ~ 1/V), so every search runs its full 21 steps: the numbers
 // are the worst case of a trained model.
 #include <ATen/Parallel.h>
@@ -13,11 +15,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/bench.h"
 #include "cli/runtime.h"
 #include "decode/search.h"
 #include "kernels/decoding_precision.h"
+#include "kernels/few_rows_linear.h"
 #include "models/decoder.h"
 
 namespace saccade::cli {
@@ -66,6 +72,42 @@ void print_ms_per_word(CaptionDecoderImpl& decoder, const torch::Tensor& annotat
   }
 }
 
+// The two largest products of a beam-5 step on one image (5 rows: the output layer and the
+// LSTM's context product) by few_rows_linear on the CPU: fp32 weights, bf16 weights widened, and
+// on CPUs with AVX-512 BF16 bf16 dot products. Best of 30 after a warm-up; GB/s of weights read.
+void print_few_row_products() {
+  if (best_kernel_isa() == KernelIsa::none) return;
+  c10::InferenceMode inference;
+  std::printf("%-24s %18s %20s %20s\n", "product (5 rows)", "fp32", "bf16 widened", "bf16 dot products");
+  for (const auto& [N, K] : std::vector<std::pair<int64_t, int64_t>>{{10000, 512}, {2048, 2048}}) {
+    const auto x = torch::randn({5, K});
+    const auto weight = torch::randn({N, K});
+    const auto bf16 = weight.to(torch::kBFloat16);
+    const auto time = [&](const torch::Tensor& w, Bf16Product product) {
+      double best = 0.0;
+      for (int r = 0; r <= 30; ++r) {
+        const auto start = Clock::now();
+        few_rows_linear(best_kernel_isa(), x, w, {}, product);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        if (r == 1 || (r > 1 && ms < best)) best = ms;
+      }
+      return best;
+    };
+    const auto cell = [&](double ms, int64_t bytes) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.3f ms %4.0f GB/s", ms, static_cast<double>(bytes) / ms * 1e-6);
+      return std::string(text);
+    };
+    const double fp32 = time(weight, Bf16Product::widen), widened = time(bf16, Bf16Product::widen);
+    const std::string dot =
+        best_bf16_product() == Bf16Product::dot ? cell(time(bf16, Bf16Product::dot), N * K * 2) : "n/a";
+    std::printf(
+        "%-24s %18s %20s %20s\n",
+        ("[5," + std::to_string(K) + "] x [" + std::to_string(N) + "," + std::to_string(K) + "]").c_str(),
+        cell(fp32, N * K * 4).c_str(), cell(widened, N * K * 2).c_str(), dot.c_str());
+  }
+}
+
 }  // namespace
 
 int bench_beam(const Job& job) {
@@ -109,6 +151,7 @@ int bench_beam(const Job& job) {
   print_op_profile(
       "greedy, 32 images", [&] { greedy.search(*decoder, batched); }, 12);
   print_ms_per_word(*decoder, single);
+  if (job.placement.device.is_cpu()) print_few_row_products();
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/log.h"
+#include "kernels/few_rows_linear.h"
 #include "kernels/kernel_isa.h"
 
 extern "C" char* openblas_get_corename(void);  // OpenBLAS is linked first (src/cli/CMakeLists.txt)
@@ -107,7 +108,8 @@ std::string runtime_environment() {
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   return std::string("OMP_WAIT_POLICY=") + (policy ? policy : "(unset)") +
          " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)") + ", OpenBLAS core " + openblas_get_corename() +
-         ", saccade's products on " + to_string(best_kernel_isa());
+         ", saccade's products on " + to_string(best_kernel_isa()) +
+         " (bf16 weights: " + to_string(best_bf16_product()) + ")";
 }
 
 }  // namespace saccade::cli

@@ -6,7 +6,7 @@
 // time packing W than multiplying (OpenBLAS: ~11 GB/s of W at 5 rows on a machine that streams
 // 40 GB/s). This kernel reads each row of W once, multiplies it with every row of x held in
 // cache, and splits W's rows over LibTorch's threads. W may be bf16 (half the bytes to stream,
-// widened exactly as it loads; sums in float32). It runs when x has at most kMaxRows rows, x is
+// sums in float32; see Bf16Product). It runs when x has at most kMaxRows rows, x is
 // float32 and W float32 or bf16 on the CPU, W has unit stride along K, no gradient is needed,
 // and the CPU has AVX-512F or AVX2 and FMA; otherwise the result comes from torch::linear (of W
 // converted to x's type). Sums run in another order than
@@ -34,11 +34,25 @@ inline constexpr int64_t kMaxRows = 16;
 // the hand-written kernels here and in packed_linear.h run only when it need not.
 bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
+// How bf16 weights meet float32 x. widen: each weight widened exactly to float32 as it loads
+// (every CPU with the kernels). dot: x rounded to bf16 (to nearest even) and multiplied with the
+// weights by AVX-512 BF16's VDPBF16PS, two products per float32 lane and instruction, half the
+// instructions per weight; x's rounding (relative 2^-9 at most) is the price.
+enum class Bf16Product { widen, dot };
+// dot on CPUs with AVX-512 BF16, else widen.
+Bf16Product best_bf16_product();
+const char* to_string(Bf16Product product);  // as the benches print it
+
 torch::Tensor few_rows_linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
-// The same with a chosen kernel (tests run each one the CPU supports); `isa` must be supported.
+// The same with a chosen kernel (tests run each one the CPU supports); `isa` must be supported,
+// and Bf16Product::dot only given where best_bf16_product() is dot (else std::logic_error).
 torch::Tensor few_rows_linear(
-    KernelIsa isa, const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+    KernelIsa isa,
+    const torch::Tensor& x,
+    const torch::Tensor& weight,
+    const torch::Tensor& bias = {},
+    Bf16Product bf16_product = best_bf16_product());
 
 }  // namespace saccade

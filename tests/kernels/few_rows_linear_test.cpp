@@ -1,6 +1,7 @@
 // few_rows_linear against a double-precision product for every kernel this CPU runs: row counts
-// across the kFewRows groups, widths that leave remainders, float32 and bf16 weights, strided
-// weights, with and without bias; and
+// across the kFewRows groups, widths that leave remainders, float32 and bf16 weights (widened,
+// and by AVX-512 BF16 dot products where the CPU has them), strided weights, with and without
+// bias; and
 // the fallbacks (gradients, too many rows, other dtypes) returning torch::linear's result itself.
 #include "kernels/few_rows_linear.h"
 
@@ -28,13 +29,13 @@ TEST(FewRowsLinear, MatchesBlasForEveryShapeItTakes) {
             x.to(torch::kDouble), weight.to(torch::kDouble),
             bias.to(torch::kDouble));  // [M, N]
         for (const KernelIsa isa : supported_kernel_isas()) {
-          const auto y = few_rows_linear(isa, x, weight, bias);
+          const auto y = few_rows_linear(isa, x, weight, bias, Bf16Product::widen);
           ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
           ASSERT_EQ(y.scalar_type(), torch::kFloat);
           const double error = (y.to(torch::kDouble) - reference).abs().max().item<double>();
           EXPECT_LT(error, 1e-4 * std::sqrt(static_cast<double>(K)))
               << to_string(isa) << " " << dtype << " M=" << M << " N=" << N << " K=" << K;
-          const auto no_bias = few_rows_linear(isa, x, weight);
+          const auto no_bias = few_rows_linear(isa, x, weight, {}, Bf16Product::widen);
           EXPECT_LT(
               (no_bias.to(torch::kDouble) - (reference - bias.to(torch::kDouble))).abs().max().item<double>(),
               1e-4 * std::sqrt(static_cast<double>(K)));
@@ -46,6 +47,50 @@ TEST(FewRowsLinear, MatchesBlasForEveryShapeItTakes) {
           }
         }
       }
+    }
+  }
+}
+
+// bf16 weights by AVX-512 BF16 dot products: x rounded to bf16, then exact products summed in
+// float32, against the double product of the rounded x and the weights; x's rounding shows
+// against the widening kernel, which keeps x in float32. Elsewhere the dot products are refused.
+TEST(FewRowsLinear, Bf16DotProductsRoundOnlyXToBf16) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  if (best_bf16_product() != Bf16Product::dot) {
+    if (supported_kernel_isas().empty()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+    EXPECT_THROW(
+        few_rows_linear(
+            KernelIsa::avx2, torch::randn({2, 64}), torch::randn({8, 64}).to(torch::kBFloat16), {},
+            Bf16Product::dot),
+        std::logic_error);
+    GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  }
+  EXPECT_THROW(
+      few_rows_linear(
+          KernelIsa::avx2, torch::randn({2, 64}), torch::randn({8, 64}).to(torch::kBFloat16), {},
+          Bf16Product::dot),
+      std::logic_error);
+  // K: a multiple of 32 (one instruction's pairs), of 16 only, neither; N: odd, and less than
+  // one 4-row block.
+  for (const auto& [N, K] :
+       std::vector<std::pair<int64_t, int64_t>>{{37, 64}, {101, 48}, {3, 77}, {1000, 512}}) {
+    const auto bias = torch::randn({N});
+    const auto weight = torch::randn({N, K}).to(torch::kBFloat16);
+    const double tolerance = 1e-4 * std::sqrt(static_cast<double>(K));
+    for (int64_t M = 1; M <= kMaxRows; ++M) {
+      const auto x = torch::randn({M, K});
+      const auto reference = torch::nn::functional::linear(
+          x.to(torch::kBFloat16).to(torch::kDouble), weight.to(torch::kDouble), bias.to(torch::kDouble));
+      const auto y = few_rows_linear(KernelIsa::avx512, x, weight, bias, Bf16Product::dot);
+      ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
+      ASSERT_EQ(y.scalar_type(), torch::kFloat);
+      EXPECT_LT((y.to(torch::kDouble) - reference).abs().max().item<double>(), tolerance)
+          << "M=" << M << " N=" << N << " K=" << K;
+      const auto widened = few_rows_linear(KernelIsa::avx512, x, weight, bias, Bf16Product::widen);
+      if (M * N >= 1000)
+        EXPECT_GT((y - widened).abs().max().item<double>(), tolerance)
+            << "M=" << M << " N=" << N << " K=" << K;
     }
   }
 }

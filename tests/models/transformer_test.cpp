@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "finite_difference.h"
 #include "kernels/decoding_precision.h"
+#include "kernels/few_rows_linear.h"
 #include "models/captioner.h"
 #include "models/grid_position.h"
 #include "test_util.h"
@@ -436,7 +437,11 @@ TEST(TransformerDecoder, InferenceRunsOnPackedWeightsThatFollowUpdatesAndBf16) {
     bf16_steps = steps(decoder);
   }
   const auto reference = steps(rounded);
-  EXPECT_TRUE(torch::allclose(bf16_steps, reference, 1e-4, 1e-4));
+  // Weights widened: only their rounding, so the rounded float32 decoder agrees but for the
+  // order of sums. Dot products (AVX-512 BF16) also round each product's x to bf16, an error of
+  // the weights' own order here (~1e-2; the kernel itself is checked exactly in its own tests).
+  const double tolerance = best_bf16_product() == Bf16Product::widen ? 1e-4 : 2e-2;
+  EXPECT_TRUE(torch::allclose(bf16_steps, reference, tolerance, tolerance));
   EXPECT_GT((bf16_steps - float_steps).abs().max().item<double>(), 1e-4);  // the bf16 copies ran
 }
 
