@@ -597,14 +597,7 @@ bool Trainer::end_epoch(int64_t epoch) {
   }
 
   state_.epoch = epoch;
-  std::optional<double> metric =
-      metric_value(result_.last_validation, result_.last_validation_shapes, options_.val_metric);
-  if (ranks() > 1) {  // NaN carries "no value"
-    auto shared = torch::tensor({metric.value_or(std::numeric_limits<double>::quiet_NaN())}, torch::kDouble);
-    setup_.group->broadcast({shared});
-    const double value = shared.item<double>();
-    metric = std::isnan(value) ? std::nullopt : std::optional<double>(value);
-  }
+  const std::optional<double> metric = validation_metric();
   // The first epoch is the best so far whatever it scores; after it, only a higher value.
   const bool improved =
       state_.best_epoch == 0 || (metric && (!state_.best_metric || *metric > *state_.best_metric));
@@ -643,6 +636,17 @@ bool Trainer::end_epoch(int64_t epoch) {
   log::info() << "Early stopping: " << to_string(options_.val_metric) << " has not improved for "
               << state_.epochs_without_improvement << " epochs";
   return true;
+}
+
+std::optional<double> Trainer::validation_metric() {
+  std::optional<double> metric =
+      metric_value(result_.last_validation, result_.last_validation_shapes, options_.val_metric);
+  if (ranks() == 1) return metric;
+  // The main rank's value, for every rank; NaN carries "no value".
+  auto shared = torch::tensor({metric.value_or(std::numeric_limits<double>::quiet_NaN())}, torch::kDouble);
+  setup_.group->broadcast({shared});
+  const double value = shared.item<double>();
+  return std::isnan(value) ? std::nullopt : std::optional<double>(value);
 }
 
 double Trainer::schedule_factor(int64_t epoch, bool improved) {

@@ -132,6 +132,9 @@ class Trainer {
   void train_epoch(int64_t epoch);
   // Validates, applies the schedule, writes the checkpoints; returns whether to stop early.
   bool end_epoch(int64_t epoch);
+  // train.val_metric of the last validation as the main rank scored it, on every rank;
+  // std::nullopt when it has no value.
+  std::optional<double> validation_metric();
   // The learning-rate factor the schedule applies after an epoch (1 = unchanged).
   double schedule_factor(int64_t epoch, bool improved);
   // Data-parallel: the whole batch's loss and logged terms, each the sum over the ranks of
