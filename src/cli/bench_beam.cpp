@@ -4,8 +4,8 @@
 // bench.h), max_length 20. Prints ms per image for greedy search and beam sizes 1, 3 and 5, one
 // image at a time and 32 images in one batch (B*K decoder rows per step): the best of 5 timed runs
 // (3 for the batch) after a warm-up run; then ms per word at 10, 20 and 40 words; on the CPU, the
-// two largest few-row products with fp32 and bf16 weights (widened, and dot products where the
-// CPU has AVX-512 BF16).
+// two largest products of a step on 5 rows and on 32 with fp32 and bf16 weights (widened, and dot
+// products where the CPU has AVX-512 BF16).
 // Random weights rarely emit <end> (p ~ 1/V), so every search runs its full 21 steps: the numbers
 // are the worst case of a trained model.
 #include <ATen/Parallel.h>
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +23,9 @@
 #include "cli/bench.h"
 #include "cli/runtime.h"
 #include "decode/search.h"
-#include "kernels/decoding_precision.h"
 #include "kernels/few_rows_linear.h"
+#include "kernels/inference_precision.h"
+#include "kernels/packed_linear.h"
 #include "models/decoder.h"
 
 namespace saccade::cli {
@@ -72,39 +74,53 @@ void print_ms_per_word(CaptionDecoderImpl& decoder, const torch::Tensor& annotat
   }
 }
 
-// The two largest products of a beam-5 step on one image (5 rows: the output layer and the
-// LSTM's context product) by few_rows_linear on the CPU: fp32 weights, bf16 weights widened, and
-// on CPUs with AVX-512 BF16 bf16 dot products. Best of 30 after a warm-up; GB/s of weights read.
-void print_few_row_products() {
+// The two largest products of a decoding step (the output layer and the LSTM's context product)
+// for x of `rows` rows on the CPU: 5 (a beam of 5 on one image, few_rows_linear; GB/s of weights
+// read) or 32 (a batch, the packed kernels; GFLOP/s), with fp32 weights, bf16 weights widened,
+// and on CPUs with AVX-512 BF16 bf16 dot products. Best of 30 after a warm-up.
+void print_products(int64_t rows) {
   if (best_kernel_isa() == KernelIsa::none) return;
   c10::InferenceMode inference;
-  std::printf("%-24s %18s %20s %20s\n", "product (5 rows)", "fp32", "bf16 widened", "bf16 dot products");
+  const bool few = rows <= kMaxRows;
+  const std::string title = "product (" + std::to_string(rows) + " rows)";
+  std::printf("%-24s %18s %20s %20s\n", title.c_str(), "fp32", "bf16 widened", "bf16 dot products");
   for (const auto& [N, K] : std::vector<std::pair<int64_t, int64_t>>{{10000, 512}, {2048, 2048}}) {
-    const auto x = torch::randn({5, K});
+    const auto x = torch::randn({rows, K});
     const auto weight = torch::randn({N, K});
     const auto bf16 = weight.to(torch::kBFloat16);
-    const auto time = [&](const torch::Tensor& w, Bf16Product product) {
+    const auto time = [&](WeightStorage storage, Bf16Product product) {
+      const torch::Tensor& w = storage == WeightStorage::bf16 ? bf16 : weight;
+      const std::optional<PackedWeight> packed =
+          few ? std::nullopt
+              : std::optional<PackedWeight>(std::in_place, weight, torch::Tensor(), storage, product);
       double best = 0.0;
       for (int r = 0; r <= 30; ++r) {
         const auto start = Clock::now();
-        few_rows_linear(best_kernel_isa(), x, w, {}, product);
+        if (few) {
+          few_rows_linear(best_kernel_isa(), x, w, {}, product);
+        } else {
+          packed->linear(x);
+        }
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         if (r == 1 || (r > 1 && ms < best)) best = ms;
       }
-      return best;
-    };
-    const auto cell = [&](double ms, int64_t bytes) {
+      const double per_ms = few ? static_cast<double>(N * K * (storage == WeightStorage::bf16 ? 2 : 4))
+                                : 2.0 * static_cast<double>(rows * N * K);
       char text[32];
-      std::snprintf(text, sizeof(text), "%.3f ms %4.0f GB/s", ms, static_cast<double>(bytes) / ms * 1e-6);
+      std::snprintf(
+          text, sizeof(text), "%.3f ms %4.0f %s", best, per_ms / best * 1e-6, few ? "GB/s" : "GFLOP/s");
       return std::string(text);
     };
-    const double fp32 = time(weight, Bf16Product::widen), widened = time(bf16, Bf16Product::widen);
+    const std::string fp32 = time(WeightStorage::fp32, Bf16Product::widen);
+    const std::string widened = time(WeightStorage::bf16, Bf16Product::widen);
     const std::string dot =
-        best_bf16_product() == Bf16Product::dot ? cell(time(bf16, Bf16Product::dot), N * K * 2) : "n/a";
+        best_bf16_product() == Bf16Product::dot ? time(WeightStorage::bf16, Bf16Product::dot) : "n/a";
     std::printf(
         "%-24s %18s %20s %20s\n",
-        ("[5," + std::to_string(K) + "] x [" + std::to_string(N) + "," + std::to_string(K) + "]").c_str(),
-        cell(fp32, N * K * 4).c_str(), cell(widened, N * K * 2).c_str(), dot.c_str());
+        ("[" + std::to_string(rows) + "," + std::to_string(K) + "] x [" + std::to_string(N) + "," +
+         std::to_string(K) + "]")
+            .c_str(),
+        fp32.c_str(), widened.c_str(), dot.c_str());
   }
 }
 
@@ -119,13 +135,13 @@ int bench_beam(const Job& job) {
   // Every search copies its captions to the host at the end, so the clock needs no extra wait.
   const auto single = torch::randn({1, kLocations, 2048}).to(job.placement.device);        // [1, L, D]
   const auto batched = torch::randn({kBatch, kLocations, 2048}).to(job.placement.device);  // [B, L, D]
-  const DecodingPrecision decoding_precision(job.placement);
+  const InferencePrecision inference_precision(job.placement);
   std::printf(
       "machine: LibTorch threads %d, %s, matmul 1024x1024 %.1f GFLOP/s\n", at::get_num_threads(),
       runtime_environment().c_str(), measure_matmul_gflops(1024));
   std::printf(
       "%s; L=196, max_length %lld; on %s\n", describe_decoder(options).c_str(),
-      static_cast<long long>(kMaxLength), DecodingPrecision::describe(job.placement).c_str());
+      static_cast<long long>(kMaxLength), InferencePrecision::describe(job.placement).c_str());
   std::printf("%-10s %18s %22s\n", "search", "1 image (ms/img)", "32 images (ms/img)");
 
   SearchOptions greedy_options;
@@ -151,7 +167,10 @@ int bench_beam(const Job& job) {
   print_op_profile(
       "greedy, 32 images", [&] { greedy.search(*decoder, batched); }, 12);
   print_ms_per_word(*decoder, single);
-  if (job.placement.device.is_cpu()) print_few_row_products();
+  if (job.placement.device.is_cpu()) {
+    print_products(5);
+    print_products(32);
+  }
   return 0;
 }
 

@@ -88,7 +88,7 @@ const std::vector<BenchCase>& bench_cases() {
       {"beam", "caption search ms/image: greedy and beam 1, 3, 5; one image and 32 at once", bench_beam},
       {"encoder",
        "images/s of ResNet-50/101 and VGG-19 (or encoder=<name>) at 224 and 448 px, batch 1 and 8: "
-       "LibTorch modules beside oneDNN with prepared weights",
+       "LibTorch modules beside oneDNN with prepared weights (and in bf16 on CPUs with AVX-512 BF16)",
        bench_encoder},
   };
   return table;

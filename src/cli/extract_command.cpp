@@ -6,6 +6,8 @@
 //   saccade extract --images photos/ --out grids.safetensors encoder=vgg19 encoder.weights=...
 //       -> one f32 tensor [D, H', W'] per image, keyed by file name, in one safetensors file
 // Images go through the configured pipeline (dataset.image.resize, crop, mean, std) first.
+// runtime.precision=bf16 runs the encoder as kernels/inference_precision.h says (on the CPU:
+// bf16 convolutions where it has AVX-512 BF16, float32 elsewhere).
 #include <torch/types.h>
 #include <torch/utils.h>
 
@@ -25,6 +27,7 @@
 #include "io/log.h"
 #include "io/progress.h"
 #include "io/safetensors.h"
+#include "kernels/inference_precision.h"
 #include "models/encoder.h"
 
 namespace saccade::cli {
@@ -64,6 +67,12 @@ std::vector<std::filesystem::path> collect_images(const std::vector<std::string>
   return images;
 }
 
+// Says how the encoder runs images of the crop (oneDNN in float32 or bf16, or the modules).
+void log_encoder_path(EncoderImpl& encoder, const ImageOptions& image, const c10::Device& device) {
+  const auto images = torch::empty({1, 3, image.crop, image.crop}, torch::TensorOptions(device));
+  log::info() << "Encoder " << encoder.name() << ": " << encoder.inference_path(images);
+}
+
 int extract_images(const Job& job, const EncoderOptions& encoder_options, const ImageOptions& image) {
   const Invocation& invocation = *job.invocation;
   std::vector<std::string> arguments = {invocation.flag("--images")};
@@ -88,7 +97,8 @@ int extract_images(const Job& job, const EncoderOptions& encoder_options, const 
   encoder->eval();
   encoder->to(job.placement.device);
   torch::InferenceMode inference;
-  const Autocast autocast(job.placement);
+  const InferencePrecision inference_precision(job.placement);
+  log_encoder_path(*encoder, image, job.placement.device);
   std::vector<std::pair<std::string, torch::Tensor>> grids;
   int64_t skipped = 0;
   ProgressBar bar(static_cast<int64_t>(paths.size()), "extract", "img");
@@ -137,7 +147,8 @@ int extract_splits(const Job& job, const EncoderOptions& encoder_options) {
   encoder->eval();
   encoder->to(job.placement.device);
   torch::InferenceMode inference;
-  const Autocast autocast(job.placement);
+  const InferencePrecision inference_precision(job.placement);
+  log_encoder_path(*encoder, data.image, job.placement.device);
   const std::filesystem::path root = invocation.has_flag("--out")
                                          ? std::filesystem::path(invocation.flag("--out"))
                                          : data.cache_dir / "features" / encoder_options.name;

@@ -11,7 +11,7 @@
 #include "decode/shapes_evaluator.h"
 #include "eval/diversity.h"
 #include "io/json.h"
-#include "kernels/decoding_precision.h"
+#include "kernels/inference_precision.h"
 
 namespace saccade {
 torch::Tensor annotations_of(
@@ -151,7 +151,7 @@ DecodedSplit decode_split(
     const DecodeSplitOptions& options) {
   torch::NoGradGuard no_grad;
   EvalModeGuard eval_mode(model);
-  const DecodingPrecision decoding_precision({model.device(), options.precision});
+  const InferencePrecision inference_precision({model.device(), options.precision});
   const int rank = options.group ? options.group->rank() : 0,
             ranks = options.group ? options.group->size() : 1;
   const auto& dataset = static_cast<const CaptionDataset&>(loader.dataset());
@@ -252,7 +252,7 @@ std::vector<DecodedCaption> caption_images(
   const auto strategy = make_caption_search(search);
   c10::InferenceMode inference;
   EvalModeGuard eval_mode(model);
-  const DecodingPrecision decoding_precision({model.device(), precision});
+  const InferencePrecision inference_precision({model.device(), precision});
   const auto annotations = model.encode(normalize_images(crops, image));  // [B, L, D]
   return strategy->search(*model.decoder, annotations);
 }

@@ -46,7 +46,7 @@ struct DecodeSplitOptions {
   // process would decode, so the captions are bit for bit a single process's) and every rank
   // gets the whole split back. nullptr = this process decodes everything.
   ProcessGroup* group = nullptr;
-  // runtime.precision, for a DecodingPrecision scope (kernels/decoding_precision.h) around the
+  // runtime.precision, for an InferencePrecision scope (kernels/inference_precision.h) around the
   // encoder and decoder on the model's device: autocast, or on the CPU with bf16 the decoder's
   // weights read as bf16 and the encoder in float32.
   Precision precision = Precision::fp32;
@@ -103,7 +103,7 @@ SplitResults score_split(
 
 // Captions of `crops` uint8 [B, crop, crop, 3] (the pipeline's output, not normalized): normalizes
 // them with `image`, encodes and searches with make_caption_search(search) under inference mode,
-// on the model's device in `precision` (a DecodingPrecision scope). The model's training mode is
+// on the model's device in `precision` (an InferencePrecision scope). The model's training mode is
 // restored afterwards.
 std::vector<DecodedCaption> caption_images(
     CaptionerImpl& model,

@@ -214,14 +214,7 @@ bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, 
 }
 
 Bf16Product best_bf16_product() {
-#if defined(__x86_64__)
-  static const Bf16Product product =
-      best_kernel_isa() == KernelIsa::avx512 && __builtin_cpu_supports("avx512bf16") ? Bf16Product::dot
-                                                                                     : Bf16Product::widen;
-  return product;
-#else
-  return Bf16Product::widen;
-#endif
+  return has_avx512_bf16() ? Bf16Product::dot : Bf16Product::widen;
 }
 
 const char* to_string(Bf16Product product) {

@@ -17,6 +17,15 @@ KernelIsa best_kernel_isa() {
 #endif
 }
 
+bool has_avx512_bf16() {
+#if defined(__x86_64__)
+  static const bool has = best_kernel_isa() == KernelIsa::avx512 && __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
 std::vector<KernelIsa> supported_kernel_isas() {
   switch (best_kernel_isa()) {
     case KernelIsa::avx512:

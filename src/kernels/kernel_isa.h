@@ -15,6 +15,11 @@ enum class KernelIsa { none, avx2, avx512 };
 // The best this CPU runs: avx512 (AVX-512F and FMA), avx2 (AVX2 and FMA) or none.
 KernelIsa best_kernel_isa();
 
+// Whether this CPU has AVX-512 BF16 (VDPBF16PS: pairs of bf16 products summed into float32)
+// besides AVX-512F and FMA: bf16 dot products (few_rows_linear.h) and oneDNN's bf16 convolutions
+// (models/conv_batchnorm.h) run there at full speed.
+bool has_avx512_bf16();
+
 // Every kernel this CPU runs, best last: {avx2, avx512}, {avx2} or {} (the tests run each).
 std::vector<KernelIsa> supported_kernel_isas();
 

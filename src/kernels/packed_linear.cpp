@@ -8,58 +8,54 @@
 #include <torch/nn/functional/linear.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "kernels/decoding_precision.h"
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/few_rows_linear.h"
+#include "kernels/inference_precision.h"
 #include "kernels/vector_lanes.h"
 
 namespace saccade {
 namespace {
 
-// K per pass: a [kDepth, kPanelWidth] slice of a panel (32 KiB) stays in L1 while every block of
+// Steps of k per pass (pairs of k for bf16 dot products): a [kDepth, kPanelWidth] slice of a
+// panel (16 KiB in float32) stays in L1 while every block of
 // rows of a chunk meets it.
 constexpr int64_t kDepth = 128;
 // Rows of x packed per pass ([kChunkRows, K] stays in L2 and L3 while the panels stream by).
 constexpr int64_t kChunkRows = 16 * kBlockRows;
 
-// y[r, 0:columns] (+)= sum_k x[k][r] w[k][0:columns] over `depth` values of k, for the rows r
+// y[r, 0:columns] (+)= sum_k x[k][r] w[k][0:columns] over `depth` steps of k, for the rows r
 // of x a kernel takes, from x packed [depth][kBlockRows] and a panel slice w [depth][kPanelWidth]
-// (float, or uint16_t for bf16 weights widened as they load).
-template <typename Weight>
+// (float, or uint16_t for bf16 weights widened as they load). For bf16 dot products a step is a
+// pair of k: X is uint32_t (two bf16 values of x) and w holds kPanelWidth pairs per step.
+template <typename Weight, typename X = float>
 struct PanelProduct {
   int64_t depth;
-  const float* x;   // packed, x[k][r] at x[k * kBlockRows + r]
-  const Weight* w;  // w[k][c] at w[k * kPanelWidth + c]
-  float* y;         // rows y_stride apart
+  const X* x;  // packed, x[k][r] at x[k * kBlockRows + r]
+  const Weight*
+      w;     // w[k][c] at w[k * kPanelWidth + c] (pairs: w[k][c][0 or 1] at w[(k * kPanelWidth + c) * 2 + i])
+  float* y;  // rows y_stride apart
   int64_t y_stride;
   int64_t columns;    // of y to write: 1 .. kPanelWidth
   bool accumulate;    // add to what y holds (the earlier passes over K)
   const float* bias;  // [columns], added when not null (the last pass only)
 };
 
-// Rows r < R by two vectors of W columns (`columns` in 1 .. 2W): 2R accumulators, two W vectors
-// and a broadcast fill the registers.
-template <int W, int R, typename Weight>
-SACCADE_INLINE void panel_block(const PanelProduct<Weight>& product) {
+// Writes rows r < R of the block's sums acc[r][0 and 1] (two vectors of W columns) to y: added
+// to y's values when accumulating, plus the bias on the last pass; columns past `columns` are not
+// written.
+template <int W, int R, typename Weight, typename X>
+SACCADE_INLINE void finish_block(const PanelProduct<Weight, X>& product, const Lanes<float, W> (&acc)[R][2]) {
   const auto [depth, x, w, y, y_stride, columns, accumulate, bias] = product;
   using V = Lanes<float, W>;
-  // Every loop over the accumulators is unrolled: one indexing acc would keep them in memory,
-  // stored at every step.
-  V acc[R][2];
-#pragma GCC unroll 12
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = V{};
-  for (int64_t k = 0; k < depth; ++k) {
-    const V w0 = load_floats<W>(w + k * kPanelWidth), w1 = load_floats<W>(w + k * kPanelWidth + W);
-#pragma GCC unroll 12
-    for (int r = 0; r < R; ++r) {
-      const V v = broadcast<W>(x[k * kBlockRows + r]);
-      acc[r][0] += v * w0;
-      acc[r][1] += v * w1;
-    }
-  }
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
     float* row = y + r * y_stride;
@@ -82,6 +78,29 @@ SACCADE_INLINE void panel_block(const PanelProduct<Weight>& product) {
   }
 }
 
+// Rows r < R by two vectors of W columns (`columns` in 1 .. 2W): 2R accumulators, two W vectors
+// and a broadcast fill the registers.
+template <int W, int R, typename Weight>
+SACCADE_INLINE void panel_block(const PanelProduct<Weight>& product) {
+  const auto& [depth, x, w, y, y_stride, columns, accumulate, bias] = product;
+  using V = Lanes<float, W>;
+  // Every loop over the accumulators is unrolled: one indexing acc would keep them in memory,
+  // stored at every step.
+  V acc[R][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = V{};
+  for (int64_t k = 0; k < depth; ++k) {
+    const V w0 = load_floats<W>(w + k * kPanelWidth), w1 = load_floats<W>(w + k * kPanelWidth + W);
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const V v = broadcast<W>(x[k * kBlockRows + r]);
+      acc[r][0] += v * w0;
+      acc[r][1] += v * w1;
+    }
+  }
+  finish_block<W, R>(product, acc);
+}
+
 // R (<= kBlockRows) rows of x times one panel: blocks of up to MaxRows rows by 2W columns.
 template <int W, int MaxRows, int R, typename Weight>
 SACCADE_INLINE void panel_kernel(const PanelProduct<Weight>& product) {
@@ -102,8 +121,8 @@ SACCADE_INLINE void panel_kernel(const PanelProduct<Weight>& product) {
   }
 }
 
-template <typename Weight>
-using PanelKernel = void (*)(const PanelProduct<Weight>&);
+template <typename Weight, typename X = float>
+using PanelKernel = void (*)(const PanelProduct<Weight, X>&);
 
 #if defined(__x86_64__)
 
@@ -119,37 +138,76 @@ __attribute__((target("avx2,fma"))) void panel_kernel_avx2(const PanelProduct<We
   panel_kernel<8, 6, R>(product);
 }
 
-// The kernel for `rows` (1 .. kBlockRows) rows of x.
-template <typename Weight, size_t... R>
-PanelKernel<Weight> panel_kernel_for(KernelIsa isa, int64_t rows, std::index_sequence<R...>) {
-  static const PanelKernel<Weight> avx512[] = {panel_kernel_avx512<R + 1, Weight>...};
-  static const PanelKernel<Weight> avx2[] = {panel_kernel_avx2<R + 1, Weight>...};
-  return (isa == KernelIsa::avx512 ? avx512 : avx2)[rows - 1];
+// bf16 pairs of x and W by VDPBF16PS (AVX-512 BF16): per pair of k, each of R rows' broadcast
+// pair meets a whole panel's 32 pairs in two instructions, half the instructions per weight of
+// the kernels above, which take one k per step.
+template <int R>
+__attribute__((target("avx512f,avx512bf16,fma"))) void panel_kernel_bf16_dot(
+    const PanelProduct<uint16_t, uint32_t>& product) {
+  const auto& [depth, x, w, y, y_stride, columns, accumulate, bias] = product;
+  __m512 acc[R][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < depth; ++k) {
+    const uint16_t* pairs = w + k * kPanelWidth * 2;
+    const auto w0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(pairs));
+    const auto w1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(pairs + kPanelWidth));
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+      const auto v = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[k * kBlockRows + r])));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], v, w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], v, w1);
+    }
+  }
+  Lanes<float, 16> sums[R][2];
+  std::memcpy(sums, acc, sizeof sums);
+  finish_block<16, R>(product, sums);
 }
 
-template <typename Weight>
-PanelKernel<Weight> panel_kernel_for(KernelIsa isa, int64_t rows) {
-  return panel_kernel_for<Weight>(isa, rows, std::make_index_sequence<kBlockRows>());
+// The kernel for `rows` (1 .. kBlockRows) rows of x.
+template <typename Weight, typename X, size_t... R>
+PanelKernel<Weight, X> panel_kernel_for(KernelIsa isa, int64_t rows, std::index_sequence<R...>) {
+  if constexpr (std::is_same_v<X, uint32_t>) {
+    static const PanelKernel<Weight, X> dot[] = {panel_kernel_bf16_dot<R + 1>...};
+    return dot[rows - 1];
+  } else {
+    static const PanelKernel<Weight> avx512[] = {panel_kernel_avx512<R + 1, Weight>...};
+    static const PanelKernel<Weight> avx2[] = {panel_kernel_avx2<R + 1, Weight>...};
+    return (isa == KernelIsa::avx512 ? avx512 : avx2)[rows - 1];
+  }
+}
+
+template <typename Weight, typename X>
+PanelKernel<Weight, X> panel_kernel_for(KernelIsa isa, int64_t rows) {
+  return panel_kernel_for<Weight, X>(isa, rows, std::make_index_sequence<kBlockRows>());
 }
 
 #endif
 
 }  // namespace
 
-PackedWeight::PackedWeight(const torch::Tensor& weight, const torch::Tensor& bias, WeightStorage storage) {
+PackedWeight::PackedWeight(
+    const torch::Tensor& weight, const torch::Tensor& bias, WeightStorage storage, Bf16Product bf16_product) {
   if (weight.dim() != 2 || !takes_cpu_kernels(weight) ||
       (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0) || !takes_cpu_kernels(bias)))) {
     throw std::invalid_argument(
         "PackedWeight expects a float32 CPU weight [N, K] and bias [N], got " + c10::str(weight.sizes()) +
         (bias.defined() ? " and " + c10::str(bias.sizes()) : ""));
   }
+  dot_products_ = storage == WeightStorage::bf16 && bf16_product == Bf16Product::dot;
+  if (dot_products_ && !has_avx512_bf16())
+    throw std::logic_error("PackedWeight: this CPU has no AVX-512 BF16 dot products");
   out_features_ = weight.size(0);
   in_features_ = weight.size(1);
   const int64_t panels = (out_features_ + kPanelWidth - 1) / kPanelWidth;
   const torch::NoGradGuard no_grad;
-  auto padded = torch::zeros({panels * kPanelWidth, in_features_}, weight.options());  // [P * 32, K]
-  padded.narrow(0, 0, out_features_).copy_(weight);
-  panels_ = padded.view({panels, kPanelWidth, in_features_}).transpose(1, 2).contiguous();  // [P, K, 32]
+  // Dot products take k in pairs: K is padded to even, and each column's pair is adjacent.
+  const int64_t per_step = dot_products_ ? 2 : 1, steps = (in_features_ + per_step - 1) / per_step;
+  auto padded = torch::zeros({panels * kPanelWidth, steps * per_step}, weight.options());  // [P * 32, K']
+  padded.narrow(0, 0, out_features_).narrow(1, 0, in_features_).copy_(weight);
+  panels_ = padded.view({panels, kPanelWidth, steps, per_step})
+                .permute({0, 2, 1, 3})
+                .contiguous();  // [P, K' / per_step, 32, per_step]
   if (storage == WeightStorage::bf16) panels_ = panels_.to(torch::kBFloat16);  // rounded to nearest even
   if (bias.defined()) bias_ = bias.detach().contiguous();
 }
@@ -175,15 +233,22 @@ torch::Tensor PackedWeight::linear(KernelIsa isa, const torch::Tensor& x) const 
     throw std::logic_error(
         std::string("PackedWeight::linear: this CPU does not run the ") + to_string(isa) + " kernel");
   }
+  if (dot_products_ && isa != KernelIsa::avx512)
+    throw std::logic_error("PackedWeight::linear: bf16 dot-product panels need the AVX-512 kernel");
 #if defined(__x86_64__)
   RECORD_FUNCTION("saccade::packed_linear", std::vector<c10::IValue>({x}));  // named in profiles
-  const auto rows = x.contiguous();
-  const int64_t M = rows.size(0), N = out_features_;
-  auto y = torch::empty({M, N}, rows.options());  // [M, N]
-  if (storage() == WeightStorage::bf16) {
-    multiply(isa, rows, reinterpret_cast<const uint16_t*>(panels_.data_ptr()), y);
+  auto y = torch::empty({x.size(0), out_features_}, x.options());            // [M, N]
+  const auto* bf16_panels = reinterpret_cast<const uint16_t*>(panels_.data_ptr());
+  if (dot_products_) {
+    // x rounded to bf16 (to nearest even, as LibTorch rounds), its bits paired by the packing.
+    const auto rows = x.to(torch::kBFloat16).contiguous();  // [M, K]
+    multiply<uint16_t, uint32_t>(isa, reinterpret_cast<const uint16_t*>(rows.data_ptr()), bf16_panels, y);
+  } else if (storage() == WeightStorage::bf16) {
+    const auto rows = x.contiguous();
+    multiply<uint16_t, float>(isa, rows.data_ptr<float>(), bf16_panels, y);
   } else {
-    multiply(isa, rows, panels_.data_ptr<float>(), y);
+    const auto rows = x.contiguous();
+    multiply<float, float>(isa, rows.data_ptr<float>(), panels_.data_ptr<float>(), y);
   }
   return y;
 #else
@@ -191,46 +256,53 @@ torch::Tensor PackedWeight::linear(KernelIsa isa, const torch::Tensor& x) const 
 #endif
 }
 
-template <typename Weight>
+template <typename Weight, typename X, typename XSource>
 void PackedWeight::multiply(
-    KernelIsa isa, const torch::Tensor& rows, const Weight* w_data, torch::Tensor& y) const {
+    KernelIsa isa, const XSource* x_data, const Weight* w_data, torch::Tensor& y) const {
 #if defined(__x86_64__)
-  const int64_t M = rows.size(0), K = in_features_, N = out_features_;
-  const int64_t panels = panels_.size(0);
-  const float* x_data = rows.data_ptr<float>();
+  const int64_t M = y.size(0), K = in_features_, N = out_features_;
+  const int64_t panels = panels_.size(0), steps = panels_.size(1);  // steps of k: K, or pairs
+  const int64_t w_step = panels_.numel() / (panels * steps);        // values of W per step
   const float* b_data = bias_.defined() ? bias_.data_ptr<float>() : nullptr;
   float* y_data = y.data_ptr<float>();
-  // A chunk of x in blocks of kBlockRows rows, k-major: [blocks, K, kBlockRows]. Only the rows a
-  // block has are read, so the last block's padding is never initialized.
-  const auto pack_chunk = [&](int64_t chunk, std::vector<float>& packed_x) {
-    packed_x.resize(static_cast<size_t>(kChunkRows * K));
+  // A chunk of x in blocks of kBlockRows rows, step-major: [blocks, steps, kBlockRows]; a step is
+  // one value of x, or a pair of bf16 values (the first in the low half, zero past K). Only the
+  // rows a block has are read, so the last block's padding is never initialized.
+  const auto pack_chunk = [&](int64_t chunk, std::vector<X>& packed_x) {
+    packed_x.resize(static_cast<size_t>(kChunkRows * steps));
     const int64_t chunk_rows = std::min(kChunkRows, M - chunk);
     for (int64_t r = 0; r < chunk_rows; ++r) {
-      const float* source = x_data + (chunk + r) * K;
-      float* target = packed_x.data() + (r / kBlockRows) * K * kBlockRows + r % kBlockRows;
-      for (int64_t k = 0; k < K; ++k) target[k * kBlockRows] = source[k];
+      const XSource* source = x_data + (chunk + r) * K;
+      X* target = packed_x.data() + (r / kBlockRows) * steps * kBlockRows + r % kBlockRows;
+      if constexpr (std::is_same_v<X, uint32_t>) {
+        for (int64_t step = 0; step < steps; ++step) {
+          const uint32_t high = 2 * step + 1 < K ? source[2 * step + 1] : 0;
+          target[step * kBlockRows] = source[2 * step] | high << 16;
+        }
+      } else {
+        for (int64_t k = 0; k < K; ++k) target[k * kBlockRows] = source[k];
+      }
     }
   };
-  const auto multiply_chunk = [&](int64_t chunk, const std::vector<float>& packed_x, int64_t begin,
-                                  int64_t end) {
+  const auto multiply_chunk = [&](int64_t chunk, const std::vector<X>& packed_x, int64_t begin, int64_t end) {
     const int64_t chunk_rows = std::min(kChunkRows, M - chunk);
     const int64_t blocks = (chunk_rows + kBlockRows - 1) / kBlockRows;
     for (int64_t panel = begin; panel < end; ++panel) {
       const int64_t column = panel * kPanelWidth, columns = std::min(kPanelWidth, N - column);
-      for (int64_t k = 0; k < K; k += kDepth) {
-        const int64_t depth = std::min(kDepth, K - k);
-        const float* bias = b_data != nullptr && k + depth == K ? b_data + column : nullptr;
+      for (int64_t step = 0; step < steps; step += kDepth) {
+        const int64_t depth = std::min(kDepth, steps - step);
+        const float* bias = b_data != nullptr && step + depth == steps ? b_data + column : nullptr;
         for (int64_t block = 0; block < blocks; ++block) {
-          const PanelProduct<Weight> product{
+          const PanelProduct<Weight, X> product{
               depth,
-              packed_x.data() + (block * K + k) * kBlockRows,
-              w_data + (panel * K + k) * kPanelWidth,
+              packed_x.data() + (block * steps + step) * kBlockRows,
+              w_data + (panel * steps + step) * w_step,
               y_data + (chunk + block * kBlockRows) * N + column,
               N,
               columns,
-              k > 0,
+              step > 0,
               bias};
-          panel_kernel_for<Weight>(isa, std::min(kBlockRows, chunk_rows - block * kBlockRows))(product);
+          panel_kernel_for<Weight, X>(isa, std::min(kBlockRows, chunk_rows - block * kBlockRows))(product);
         }
       }
     }
@@ -239,7 +311,7 @@ void PackedWeight::multiply(
   if (chunks >= at::get_num_threads()) {
     // Many rows (the keys of a batch): each thread packs and multiplies its own chunks.
     at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> packed_x;
+      std::vector<X> packed_x;
       for (int64_t chunk = begin; chunk < end; ++chunk) {
         pack_chunk(chunk * kChunkRows, packed_x);
         multiply_chunk(chunk * kChunkRows, packed_x, 0, panels);
@@ -247,7 +319,7 @@ void PackedWeight::multiply(
     });
   } else {
     // A decoding step's rows: the threads share each packed chunk and split the panels.
-    std::vector<float> packed_x;
+    std::vector<X> packed_x;
     for (int64_t chunk = 0; chunk < M; chunk += kChunkRows) {
       pack_chunk(chunk, packed_x);
       at::parallel_for(
@@ -263,7 +335,7 @@ torch::Tensor PackedWeights::linear(
                        weight.dim() == 2 && x.size(1) == weight.size(1) && takes_cpu_kernels(x) &&
                        takes_cpu_kernels(weight) && (!bias.defined() || takes_cpu_kernels(bias));
   if (!kernels) return few_rows_linear(x, weight, bias);  // torch::linear, as the kernels do not take it
-  const auto storage = DecodingPrecision::bf16_weights() ? WeightStorage::bf16 : WeightStorage::fp32;
+  const auto storage = InferencePrecision::bf16_weights() ? WeightStorage::bf16 : WeightStorage::fp32;
   const Key key{
       weight.data_ptr(),
       weight.size(0),

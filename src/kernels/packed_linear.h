@@ -9,7 +9,9 @@
 // keeps a kBlockRows x kPanelWidth block of y in 24 registers, reads two vectors of W and
 // broadcasts kBlockRows values of x per step of k; the AVX2 kernel, with half the registers of
 // half the width, takes the block as 6 rows by 16 columns at a time. Both are one body over
-// vector lanes (vector_lanes.h). BLAS libraries repack W at every call,
+// vector lanes (vector_lanes.h). On CPUs with AVX-512 BF16, bf16 panels hold pairs of k, and a
+// third kernel multiplies x's pairs with them by VDPBF16PS, half the instructions per weight.
+// BLAS libraries repack W at every call,
 // which costs as much as the product when x has a few dozen rows; and Debian's OpenBLAS runs its AVX2 kernels
 // on CPUs it does not know or when OPENBLAS_CORETYPE pins them. Sums run in another order than BLAS's, so
 // results differ from torch::linear by rounding (relative ~1e-6), deterministically and independently of the
@@ -40,13 +42,17 @@ inline constexpr int64_t kPanelWidth = 32;
 inline constexpr int64_t kBlockRows = 12;
 
 // A float32 weight [N, K] and bias [N] packed for the kernel, W stored as `storage` says;
-// immutable.
+// immutable. bf16 weights meet x as `bf16_product` says (few_rows_linear.h): widened, or, on CPUs
+// with AVX-512 BF16, by VDPBF16PS from x rounded to bf16, with the panels holding each column's
+// values of k and k + 1 side by side (K padded to even). Bf16Product::dot elsewhere is a
+// std::logic_error.
 class PackedWeight {
  public:
   PackedWeight(
       const torch::Tensor& weight,
       const torch::Tensor& bias = {},
-      WeightStorage storage = WeightStorage::fp32);
+      WeightStorage storage = WeightStorage::fp32,
+      Bf16Product bf16_product = best_bf16_product());
 
   // True when the CPU (and the OS) run AVX-512F, or AVX2 and FMA; otherwise linear() must not
   // be called.
@@ -54,21 +60,27 @@ class PackedWeight {
 
   // x [M, K] float32 on the CPU -> x W^T + b [M, N] by the best kernel the CPU runs. No autograd.
   torch::Tensor linear(const torch::Tensor& x) const;
-  // The same by a chosen kernel (tests run each one the CPU supports); `isa` must be supported.
+  // The same by a chosen kernel (tests run each one the CPU supports); `isa` must be supported,
+  // and AVX-512 for bf16 dot products.
   torch::Tensor linear(KernelIsa isa, const torch::Tensor& x) const;
 
   int64_t out_features() const { return out_features_; }
   int64_t in_features() const { return in_features_; }
   WeightStorage storage() const;
+  bool dot_products() const { return dot_products_; }  // bf16 panels of pairs, for VDPBF16PS
 
  private:
-  // y = rows W^T + b from the panels' data (float, or uint16_t: bf16 bits).
-  template <typename Weight>
-  void multiply(KernelIsa isa, const torch::Tensor& rows, const Weight* w_data, torch::Tensor& y) const;
+  // y = x W^T + b from x's rows [M, K] (float, or uint16_t: bf16 bits) packed as X (float, or
+  // uint32_t: pairs of bf16) and the panels' data (float, or uint16_t: bf16 bits).
+  template <typename Weight, typename X, typename XSource>
+  void multiply(KernelIsa isa, const XSource* x_data, const Weight* w_data, torch::Tensor& y) const;
 
-  torch::Tensor panels_;  // [ceil(N / kPanelWidth), K, kPanelWidth], zero columns past N; float or bf16
-  torch::Tensor bias_;    // [N] contiguous, or undefined
+  // [ceil(N / kPanelWidth), K, kPanelWidth], zero columns past N; float or bf16. Dot products:
+  // [ceil(N / kPanelWidth), ceil(K / 2), kPanelWidth, 2] bf16, zero past K too.
+  torch::Tensor panels_;
+  torch::Tensor bias_;  // [N] contiguous, or undefined
   int64_t out_features_ = 0, in_features_ = 0;
+  bool dot_products_ = false;
 };
 
 // The packed copies of the weights one set of products uses, made the first time a product needs
@@ -79,7 +91,7 @@ class PackedWeights {
  public:
   // y = x W^T + b by the fastest route for x: few_rows_linear up to kMaxRows rows; the packed
   // kernel for more rows of float32 on a CPU with AVX-512 or AVX2 when no gradient is needed;
-  // torch::linear otherwise. Inside a DecodingPrecision with bf16 weights (decoding_precision.h)
+  // torch::linear otherwise. Inside an InferencePrecision with bf16 weights (inference_precision.h)
   // both kernels read a bf16 copy of W.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 

@@ -17,9 +17,11 @@
 namespace saccade {
 namespace {
 
-// (kernel - 1) / 2 on each side: the padding of every ResNet and VGG convolution.
-std::vector<int64_t> centred_padding(const torch::ExpandingArray<2>& kernel) {
-  return {((*kernel)[0] - 1) / 2, ((*kernel)[1] - 1) / 2};
+// dilation * (kernel - 1) / 2 on each side: the size is kept at stride 1.
+std::vector<int64_t> centred_padding(const torch::nn::detail::ConvNdOptions<2>& options) {
+  const auto& kernel = *options.kernel_size();
+  const auto& dilation = *options.dilation();
+  return {dilation[0] * ((kernel[0] - 1) / 2), dilation[1] * ((kernel[1] - 1) / 2)};
 }
 
 }  // namespace
@@ -40,11 +42,16 @@ at::Tensor ConvBatchNorm::operator()(const at::Tensor& x) {
   if (!batchnorm_.is_empty() && batchnorm_->is_training()) {
     throw std::logic_error("ConvBatchNorm: oneDNN tensors need the BatchNorm in eval mode");
   }
-  if (!weight_.defined() || identities() != made_of_) prepare();
+  if (const auto identity = identities(); identity != made_of_) {
+    fp32_ = bf16_ = Prepared{};
+    made_of_ = identity;
+  }
+  Prepared& prepared = x.scalar_type() == at::kBFloat16 ? bf16_ : fp32_;
+  if (!prepared.weight.defined()) prepared = prepare(x.scalar_type());
   const auto& options = conv_->options;
   return at::mkldnn_convolution(
-      x, weight_, bias_, centred_padding(options.kernel_size()), *options.stride(), *options.dilation(),
-      options.groups());  // oneDNN [B, C', H', W']
+      x, prepared.weight, prepared.bias, centred_padding(options), *options.stride(), *options.dilation(),
+      options.groups());  // oneDNN [B, C', H', W'], x's dtype
 }
 
 std::vector<at::Tensor> ConvBatchNorm::sources() const {
@@ -67,7 +74,7 @@ std::vector<std::pair<const void*, int64_t>> ConvBatchNorm::identities() const {
   return result;
 }
 
-void ConvBatchNorm::prepare() {
+ConvBatchNorm::Prepared ConvBatchNorm::prepare(at::ScalarType dtype) const {
   // Normal tensors, so that the prepared weights serve later calls outside inference mode too.
   c10::InferenceMode normal_tensors(/*enabled=*/false);
   c10::NoGradGuard no_grad;
@@ -86,11 +93,11 @@ void ConvBatchNorm::prepare() {
     if (batchnorm_->options.affine()) bias = bias + batchnorm_->bias.detach();
     weight = weight * scale.view({-1, 1, 1, 1});
   }
-  weight_ = at::mkldnn_reorder_conv2d_weight(
-      weight.contiguous().to_mkldnn(), centred_padding(options.kernel_size()), *options.stride(),
-      *options.dilation(), options.groups());
-  bias_ = bias.contiguous().to_mkldnn();
-  made_of_ = identities();
+  return {
+      at::mkldnn_reorder_conv2d_weight(
+          weight.contiguous().to_mkldnn(dtype), centred_padding(options), *options.stride(),
+          *options.dilation(), options.groups()),
+      bias.contiguous().to_mkldnn()};
 }
 
 }  // namespace saccade

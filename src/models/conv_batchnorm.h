@@ -11,11 +11,17 @@
 // stays in oneDNN's layout from the first convolution to the last. Results differ from the
 // modules' by rounding (relative ~1e-6).
 //
-// The prepared weights are made at the first oneDNN call and remade when a source tensor changes
-// (another storage, or an in-place update such as loading a state_dict or an optimizer step), so
-// they are never stale; parameters made in inference mode have no version counter, and only a
-// change of storage is seen in them. Every ResNet and VGG convolution pads by (kernel - 1) / 2, which the
-// unit assumes; the torchvision agreement tests hold it to the modules.
+// A bf16 oneDNN x meets a bf16 copy of the folded weight (the bias stays float32; oneDNN sums in
+// float32 and rounds the output to bf16): relative error ~1e-2 per network, at up to twice the
+// speed on CPUs with AVX-512 BF16 (kernels/kernel_isa.h), the only ones EncoderImpl sends bf16.
+//
+// The prepared weights are made at the first oneDNN call of each precision and remade when a
+// source tensor changes (another storage, or an in-place update such as loading a state_dict or
+// an optimizer step), so they are never stale; parameters made in inference mode have no version
+// counter, and only a change of storage is seen in them. The unit pads by
+// dilation * (kernel - 1) / 2, which keeps the size at stride 1, as every ResNet, VGG and
+// small_cnn convolution does; the torchvision agreement tests and small_cnn's test hold it to the
+// modules.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -44,14 +50,19 @@ class ConvBatchNorm {
   bool empty() const { return conv_.is_empty(); }
 
  private:
+  struct Prepared {
+    at::Tensor weight, bias;  // oneDNN tensors, folded and reordered; empty until first needed
+  };
+
   std::vector<at::Tensor> sources() const;  // the tensors the prepared weights are made from
   // Each source's data pointer and version: the prepared weights are current while these are.
   std::vector<std::pair<const void*, int64_t>> identities() const;
-  void prepare();
+  // The folded weight, reordered for x of `dtype` (float or bf16), and the float32 bias.
+  Prepared prepare(at::ScalarType dtype) const;
 
   torch::nn::Conv2d conv_{nullptr};
   torch::nn::BatchNorm2d batchnorm_{nullptr};
-  at::Tensor weight_, bias_;                              // oneDNN tensors, folded and reordered
+  Prepared fp32_, bf16_;                                  // for float and bf16 x
   std::vector<std::pair<const void*, int64_t>> made_of_;  // identities() when prepared
 };
 

@@ -12,6 +12,8 @@
 #include "base/text.h"
 #include "io/run_folder.h"
 #include "io/safetensors.h"
+#include "kernels/inference_precision.h"
+#include "kernels/kernel_isa.h"
 #include "models/conv_batchnorm.h"
 #include "models/resnet.h"
 #include "models/small_cnn.h"
@@ -20,6 +22,16 @@
 #include "models/weights.h"
 
 namespace saccade {
+namespace {
+
+// The oneDNN blocks' activations: bf16 inside an InferencePrecision with bf16 weights on CPUs with
+// AVX-512 BF16, where oneDNN's bf16 convolutions run natively (elsewhere they are emulated, or
+// refused, and slower than float32's); float32 otherwise.
+at::ScalarType onednn_activations() {
+  return InferencePrecision::bf16_weights() && has_avx512_bf16() ? at::kBFloat16 : at::kFloat;
+}
+
+}  // namespace
 
 EncoderOptions encoder_options_from(const Config& cfg) {
   EncoderOptions options;
@@ -171,11 +183,13 @@ torch::Tensor EncoderImpl::run_onednn_blocks(const torch::Tensor& images, size_t
   // caches between convolutions, and batches of 8 ran up to ~1.3x slower per image than chunks.
   constexpr int64_t kChunkPixels = 224 * 224;
   const int64_t chunk = std::max<int64_t>(1, kChunkPixels / (images.size(2) * images.size(3)));
+  const at::ScalarType activations = onednn_activations();
   std::vector<torch::Tensor> outputs;
   for (int64_t start = 0; start < images.size(0); start += chunk) {
-    torch::Tensor x = images.slice(0, start, start + chunk).contiguous().to_mkldnn();  // [b, 3, H, W]
+    torch::Tensor x =
+        images.slice(0, start, start + chunk).contiguous().to_mkldnn(activations);  // [b, 3, H, W]
     for (size_t i = 0; i < blocks; ++i) x = run_block(i, x);  // oneDNN [b, C_i, H_i, W_i]
-    outputs.push_back(x.to_dense());
+    outputs.push_back(x.to_dense().to(images.scalar_type()));
   }
   return outputs.size() == 1 ? outputs.front() : torch::cat(outputs);  // [B, C, H', W']
 }
@@ -190,8 +204,8 @@ size_t EncoderImpl::onednn_blocks(const torch::Tensor& images) const {
 std::string EncoderImpl::inference_path(const torch::Tensor& images) const {
   const size_t onednn = onednn_blocks(images);
   if (onednn == 0) return "LibTorch modules";
-  return "oneDNN, prepared weights: " + std::to_string(onednn) + " of " + std::to_string(block_count()) +
-         " blocks";
+  return std::string("oneDNN, prepared ") + (onednn_activations() == at::kBFloat16 ? "bf16" : "float32") +
+         " weights: " + std::to_string(onednn) + " of " + std::to_string(block_count()) + " blocks";
 }
 
 std::array<int64_t, 2> EncoderImpl::grid_size(int64_t height, int64_t width) const {

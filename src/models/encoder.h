@@ -132,10 +132,13 @@ class EncoderImpl : public torch::nn::Module {
   // Whether blocks that run without autograd in eval mode (the frozen prefix; every block in
   // eval mode under no-grad) go through oneDNN tensors with prepared, BatchNorm-folded weights
   // (models/conv_batchnorm.h) when the encoder and the images allow it. On by default; off, they
-  // run through LibTorch's modules as the others do (the encoder bench compares the two).
+  // run through LibTorch's modules as the others do (the encoder bench compares the two). Inside
+  // an InferencePrecision with bf16 weights (kernels/inference_precision.h), on CPUs with AVX-512
+  // BF16, those blocks run on bf16 activations and weights (oneDNN sums in float32); the grid
+  // comes back in float32.
   void set_onednn_inference(bool on) { onednn_inference_ = on; }
-  // How forward_grid would run `images`' blocks now: "oneDNN, prepared weights: N of M blocks" or
-  // "LibTorch modules".
+  // How forward_grid would run `images`' blocks now: "oneDNN, prepared float32 weights: N of M
+  // blocks" (or bf16) or "LibTorch modules".
   std::string inference_path(const torch::Tensor& images) const;
 
  protected:

@@ -44,10 +44,11 @@ SmallCnnStageImpl::SmallCnnStageImpl(int64_t in_channels, int64_t out_channels, 
   bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
   torch::nn::init::kaiming_normal_(conv_->weight, 0.0, torch::kFanOut, torch::kReLU);
   torch::nn::init::zeros_(conv_->bias);
+  unit_ = ConvBatchNorm(conv_, bn_);
 }
 
 torch::Tensor SmallCnnStageImpl::forward(const torch::Tensor& x) {
-  return torch::relu(bn_(conv_(x)));  // [B, C_out, H, W]
+  return torch::relu(unit_(x));  // [B, C_out, H, W], x's layout
 }
 
 SmallCnnImpl::SmallCnnImpl(const EncoderOptions& options)

@@ -14,6 +14,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/conv.h>
 
+#include "models/conv_batchnorm.h"
 #include "models/encoder.h"
 
 namespace saccade {
@@ -23,7 +24,8 @@ namespace saccade {
 // more than 32, a channel count <= 0, or an output_stride that is not 2^k with k < stages.
 size_t small_cnn_pool_count(const EncoderOptions& options);
 
-// One stage: conv3x3 (dilation d, padding d: the size is kept) -> BatchNorm -> ReLU.
+// One stage: conv3x3 (dilation d, padding d: the size is kept) -> BatchNorm -> ReLU, on dense
+// or, in eval mode without autograd, oneDNN tensors (models/conv_batchnorm.h).
 class SmallCnnStageImpl : public torch::nn::Module {
  public:
   SmallCnnStageImpl(int64_t in_channels, int64_t out_channels, int64_t dilation);
@@ -32,6 +34,7 @@ class SmallCnnStageImpl : public torch::nn::Module {
  private:
   torch::nn::Conv2d conv_{nullptr};
   torch::nn::BatchNorm2d bn_{nullptr};
+  ConvBatchNorm unit_;  // conv_ and bn_
 };
 TORCH_MODULE(SmallCnnStage);
 
@@ -46,6 +49,7 @@ class SmallCnnImpl : public EncoderImpl {
   torch::Tensor run_block(size_t index, const torch::Tensor& x) override;
   std::vector<std::shared_ptr<torch::nn::Module>> block_modules(size_t index) const override;
   std::array<int64_t, 2> native_grid_size(int64_t height, int64_t width) const override;
+  bool runs_onednn_tensors() const override { return true; }
 
  private:
   std::vector<int64_t> channels_;

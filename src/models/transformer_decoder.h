@@ -19,7 +19,7 @@
 // only the new word and attends over t + 1 keys, so it costs O(t), not a pass over the prefix.
 // The keys are kept transposed and contiguous, [B, N, K, t], as the scores' product reads them.
 // Products that need no gradient run on packed copies of the weights, kept while the weights do
-// not change (kernels/packed_linear.h; bf16 copies inside a bf16 DecodingPrecision); so one
+// not change (kernels/packed_linear.h; bf16 copies inside a bf16 InferencePrecision); so one
 // decoder must not decode from two threads at once, as the LSTM's fused step weights forbid too.
 // alpha is layer maps_layer's cross-attention, every head: [B, N, L] per step, [B, T, N, L] in
 // forward, as multihead attention's (overlays draw the heads' mean or each head).

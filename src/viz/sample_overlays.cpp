@@ -9,7 +9,7 @@
 
 #include "decode/decode_split.h"
 #include "io/json.h"
-#include "kernels/decoding_precision.h"
+#include "kernels/inference_precision.h"
 
 namespace saccade {
 namespace {
@@ -31,7 +31,7 @@ std::vector<torch::Tensor> refiner_maps(
     CaptionerImpl& model, const torch::Tensor& crops, const ImageOptions& image, Precision precision) {
   c10::InferenceMode inference;
   EvalModeGuard eval_mode(model);
-  const DecodingPrecision decoding_precision({model.device(), precision});
+  const InferencePrecision inference_precision({model.device(), precision});
   const auto images = normalize_images(crops, image).to(model.device());
   const auto grid = model.encoder->grid_size(images.size(2), images.size(3));
   std::vector<torch::Tensor> maps;

@@ -1,8 +1,9 @@
 // PackedWeight against a double-precision product, for every kernel this CPU runs (AVX-512,
 // AVX2): row counts across blocks and chunks, widths across panels and half panels, depths across
-// passes, weights stored in float32 and bf16, strided weights, with and without bias; the same
+// passes, weights stored in float32 and bf16 (widened, or by AVX-512 BF16 dot products), strided
+// weights, with and without bias; the same
 // bits for any thread count; and PackedWeights' choice of route, reuse of its packs and bf16
-// copies inside a bf16 DecodingPrecision.
+// copies inside a bf16 InferencePrecision.
 #include "kernels/packed_linear.h"
 
 #include <ATen/Parallel.h>
@@ -10,8 +11,8 @@
 #include <torch/torch.h>
 
 #include "device/torch_compat.h"
-#include "kernels/decoding_precision.h"
 #include "kernels/few_rows_linear.h"
+#include "kernels/inference_precision.h"
 
 namespace saccade {
 namespace {
@@ -47,8 +48,20 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
   // (256), two passes plus one.
   // bf16 storage: the reference multiplies the rounded weights in double (the kernel widens them
   // exactly); the float32 weights' product is ~2e-3 sqrt(K) away from it, far past the tolerance.
+  // bf16 dot products (AVX-512 BF16 only): x rounded to bf16 as well, every product of two bf16
+  // values exact in float32; K odd pads the last pair with zero.
+  struct Storage {
+    WeightStorage storage;
+    Bf16Product product;
+    const char* name;
+  };
   for (const KernelIsa isa : supported_kernel_isas()) {
-    for (const auto storage : {WeightStorage::fp32, WeightStorage::bf16}) {
+    std::vector<Storage> storages = {
+        {WeightStorage::fp32, Bf16Product::widen, ""}, {WeightStorage::bf16, Bf16Product::widen, " bf16"}};
+    if (isa == KernelIsa::avx512 && has_avx512_bf16())
+      storages.push_back({WeightStorage::bf16, Bf16Product::dot, " bf16 dot"});
+    for (const auto& [storage, product, storage_name] : storages) {
+      const bool dot = product == Bf16Product::dot;
       for (const int64_t M : {3, 13, 24, 31, 200}) {
         for (const int64_t N : {1, 9, 17, 31, 33, 100}) {
           for (const int64_t K : {1, 7, 300, 513}) {
@@ -57,21 +70,28 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
                 storage == WeightStorage::bf16 ? weight.to(torch::kBFloat16).to(torch::kFloat) : weight;
             const auto bias = torch::randn({N});
             const auto x = torch::randn({M, K});
+            const auto x_read = dot ? x.to(torch::kBFloat16).to(torch::kFloat) : x;
             const double tolerance = 1e-5 * std::sqrt(static_cast<double>(K)) * 4;
-            const PackedWeight packed(weight, bias, storage);
+            const PackedWeight packed(weight, bias, storage, product);
             ASSERT_EQ(packed.storage(), storage);
+            ASSERT_EQ(packed.dot_products(), dot);
             const auto y = packed.linear(isa, x);
             ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
-            const auto shape = std::string(to_string(isa)) + (storage == WeightStorage::bf16 ? " bf16" : "") +
-                               " M=" + std::to_string(M) + " N=" + std::to_string(N) +
-                               " K=" + std::to_string(K);
-            EXPECT_LT(max_error(y, reference_linear(x, stored, bias)), tolerance) << shape;
+            const auto shape = std::string(to_string(isa)) + storage_name + " M=" + std::to_string(M) +
+                               " N=" + std::to_string(N) + " K=" + std::to_string(K);
+            EXPECT_LT(max_error(y, reference_linear(x_read, stored, bias)), tolerance) << shape;
             // bf16 panels give the float32 panels' bits for the rounded weights: widening is exact.
-            if (storage == WeightStorage::bf16) {
+            if (storage == WeightStorage::bf16 && !dot) {
               EXPECT_TRUE(torch::equal(y, PackedWeight(stored, bias).linear(isa, x))) << shape;
             }
+            // x's rounding shows: the dot products are not the widened product.
+            if (dot && K > 1) {
+              EXPECT_GT(max_error(y, reference_linear(x, stored, bias)), 1e-5) << shape;
+            }
             EXPECT_LT(
-                max_error(PackedWeight(weight, {}, storage).linear(isa, x), reference_linear(x, stored, {})),
+                max_error(
+                    PackedWeight(weight, {}, storage, product).linear(isa, x),
+                    reference_linear(x_read, stored, {})),
                 tolerance)
                 << "no bias, " << shape;
           }
@@ -79,6 +99,21 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
       }
     }
   }
+}
+
+// bf16 dot products are refused where the CPU cannot run them, and need the AVX-512 kernel.
+TEST(PackedLinear, Bf16DotProductsOnlyWhereTheCpuHasThem) {
+  if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
+  const auto weight = torch::randn({40, 24});
+  if (!has_avx512_bf16()) {
+    EXPECT_THROW(PackedWeight(weight, {}, WeightStorage::bf16, Bf16Product::dot), std::logic_error);
+    EXPECT_FALSE(PackedWeight(weight, {}, WeightStorage::bf16).dot_products());  // the default widens
+    GTEST_SKIP() << "this CPU has no AVX-512 BF16";
+  }
+  const PackedWeight packed(weight, {}, WeightStorage::bf16);
+  EXPECT_TRUE(packed.dot_products());  // the default on this CPU
+  EXPECT_THROW(packed.linear(KernelIsa::avx2, torch::randn({20, 24})), std::logic_error);
+  EXPECT_FALSE(PackedWeight(weight).dot_products());  // float32 storage
 }
 
 TEST(PackedLinear, PacksStridedWeightViews) {
@@ -102,18 +137,22 @@ TEST(PackedLinear, GivesTheSameBitsForAnyThreadCount) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(2);
   const ThreadCount restore;
-  const auto weight = torch::randn({300, 130});
-  const PackedWeight packed(weight, torch::randn({300}));
+  const auto weight = torch::randn({300, 130}), bias = torch::randn({300});
   // 200 rows are two chunks: one thread multiplies them in turn, two threads one each, and four
   // threads (more than the chunks) share each chunk's panels.
   const auto x = torch::randn({200, 130});
   for (const KernelIsa isa : supported_kernel_isas()) {
-    at::set_num_threads(1);
-    const auto one = packed.linear(isa, x);
-    for (const int threads : {2, 4}) {
-      at::set_num_threads(threads);
-      EXPECT_TRUE(torch::equal(packed.linear(isa, x), one))
-          << to_string(isa) << ", " << threads << " threads";
+    std::vector<PackedWeight> packs = {PackedWeight(weight, bias)};
+    if (isa == KernelIsa::avx512 && has_avx512_bf16())
+      packs.emplace_back(weight, bias, WeightStorage::bf16, Bf16Product::dot);
+    for (const PackedWeight& packed : packs) {
+      at::set_num_threads(1);
+      const auto one = packed.linear(isa, x);
+      for (const int threads : {2, 4}) {
+        at::set_num_threads(threads);
+        EXPECT_TRUE(torch::equal(packed.linear(isa, x), one))
+            << to_string(isa) << (packed.dot_products() ? " bf16 dot" : "") << ", " << threads << " threads";
+      }
     }
   }
 }
@@ -166,7 +205,7 @@ TEST(PackedWeights, ChoosesTheRouteByRowsAndGradient) {
 
 // runtime.precision=bf16 on the CPU: both routes read bf16 copies of W, made once per weight
 // view; a float32 scope inside reads W itself again.
-TEST(PackedWeights, ReadsBf16CopiesInsideABf16DecodingPrecision) {
+TEST(PackedWeights, ReadsBf16CopiesInsideABf16InferencePrecision) {
   if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   torch::NoGradGuard no_grad;
   torch::manual_seed(4);
@@ -176,10 +215,10 @@ TEST(PackedWeights, ReadsBf16CopiesInsideABf16DecodingPrecision) {
   const auto many = torch::randn({kMaxRows + 1, 48});
   const torch::Device cpu(torch::kCPU);
   PackedWeights packed;
-  EXPECT_FALSE(DecodingPrecision::bf16_weights());
+  EXPECT_FALSE(InferencePrecision::bf16_weights());
   {
-    const DecodingPrecision bf16({cpu, Precision::bf16});
-    EXPECT_TRUE(DecodingPrecision::bf16_weights());
+    const InferencePrecision bf16({cpu, Precision::bf16});
+    EXPECT_TRUE(InferencePrecision::bf16_weights());
     EXPECT_FALSE(compat::autocast_enabled(c10::DeviceType::CPU));  // the kernels take the products
     // The few-row kernel's bits for bf16 weights, widened or by dot products as this CPU has it
     // (torch::linear would sum in another order).
@@ -190,28 +229,28 @@ TEST(PackedWeights, ReadsBf16CopiesInsideABf16DecodingPrecision) {
     packed.linear(few, weight, bias);
     EXPECT_EQ(packed.size(), 2);  // a bf16 copy of W's rows and a bf16 pack
     {
-      const DecodingPrecision fp32({cpu, Precision::fp32});
-      EXPECT_FALSE(DecodingPrecision::bf16_weights());
+      const InferencePrecision fp32({cpu, Precision::fp32});
+      EXPECT_FALSE(InferencePrecision::bf16_weights());
       EXPECT_TRUE(torch::equal(packed.linear(few, weight, bias), few_rows_linear(few, weight, bias)));
     }
-    EXPECT_TRUE(DecodingPrecision::bf16_weights());
+    EXPECT_TRUE(InferencePrecision::bf16_weights());
   }
-  EXPECT_FALSE(DecodingPrecision::bf16_weights());
+  EXPECT_FALSE(InferencePrecision::bf16_weights());
   {
     // Inside a bf16 autocast scope (training's forward pass), decoding still reads bf16 weights
     // with autocast off, and autocast is on again afterwards.
     const Autocast autocast({cpu, Precision::bf16});
     {
-      const DecodingPrecision bf16({cpu, Precision::bf16});
+      const InferencePrecision bf16({cpu, Precision::bf16});
       EXPECT_FALSE(compat::autocast_enabled(c10::DeviceType::CPU));
       EXPECT_EQ(packed.linear(few, weight, bias).scalar_type(), torch::kFloat);
     }
     EXPECT_TRUE(compat::autocast_enabled(c10::DeviceType::CPU));
   }
   EXPECT_EQ(
-      DecodingPrecision::describe({cpu, Precision::bf16}),
+      InferencePrecision::describe({cpu, Precision::bf16}),
       "cpu, bf16 weights (float32 activations and sums)");
-  EXPECT_EQ(DecodingPrecision::describe({cpu, Precision::fp32}), "cpu, fp32");
+  EXPECT_EQ(InferencePrecision::describe({cpu, Precision::fp32}), "cpu, fp32");
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <torch/torch.h>
 #include <yaml-cpp/yaml.h>
 
+#include "kernels/inference_precision.h"
+#include "kernels/kernel_isa.h"
 #include "models/small_cnn.h"
 #include "models/weights.h"
 #include "test_util.h"
@@ -269,25 +271,41 @@ TEST_F(EncoderTest, TrainableBlocksFineTuneOnlyTheLastBlocks) {
   EXPECT_THROW(build_encoder(options_for("resnet18", -2)), std::invalid_argument);
 }
 
+double relative_error(const torch::Tensor& got, const torch::Tensor& expected) {
+  return (got - expected).norm().item<double>() / expected.norm().item<double>();
+}
+
+// An encoder in eval mode whose BatchNorms are no identity, so that folding them is tested.
+Encoder encoder_with_random_batchnorms(const EncoderOptions& options) {
+  Encoder encoder = build_encoder(options);
+  torch::NoGradGuard no_grad;
+  for (auto* bn : batchnorms(*encoder)) {
+    bn->running_mean.uniform_(-0.2, 0.2);
+    bn->running_var.uniform_(0.5, 1.5);
+    bn->weight.uniform_(0.5, 1.5);
+    bn->bias.uniform_(-0.2, 0.2);
+  }
+  encoder->eval();
+  return encoder;
+}
+
+// small_cnn with output stride 2: its last two stages dilate by 2 and 4.
+EncoderOptions dilated_small_cnn() {
+  EncoderOptions options = options_for("small_cnn");
+  options.output_stride = 2;
+  return options;
+}
+
 // The oneDNN path (prepared, BatchNorm-folded weights) against LibTorch's own modules on the
 // same weights; the torchvision agreement tests check it against torchvision as well.
 TEST_F(EncoderTest, OneDnnPathMatchesTheModulesAndFollowsWeightUpdates) {
   if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
-  auto relative_error = [](const torch::Tensor& got, const torch::Tensor& expected) {
-    return (got - expected).norm().item<double>() / expected.norm().item<double>();
-  };
-  for (const std::string name : {"resnet18", "vgg16"}) {
-    Encoder encoder = build_encoder(options_for(name, 0));
-    {
-      torch::NoGradGuard no_grad;
-      for (auto* bn : batchnorms(*encoder)) {  // so that folding the BatchNorms is no identity
-        bn->running_mean.uniform_(-0.2, 0.2);
-        bn->running_var.uniform_(0.5, 1.5);
-        bn->weight.uniform_(0.5, 1.5);
-        bn->bias.uniform_(-0.2, 0.2);
-      }
-    }
-    encoder->eval();
+  for (const auto& [options, blocks] : std::vector<std::pair<EncoderOptions, std::string>>{
+           {options_for("resnet18"), "5 of 5"},
+           {options_for("vgg16"), "5 of 5"},
+           {dilated_small_cnn(), "4 of 4"}}) {
+    const std::string& name = options.name;
+    Encoder encoder = encoder_with_random_batchnorms(options);
     // Three 224 px images: the oneDNN path runs them one at a time.
     const torch::Tensor images = torch::randn({3, 3, 224, 224});
     auto both_paths = [&] {
@@ -298,7 +316,8 @@ TEST_F(EncoderTest, OneDnnPathMatchesTheModulesAndFollowsWeightUpdates) {
       encoder->set_onednn_inference(true);
       return std::make_pair(onednn, modules);
     };
-    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 5 of 5 blocks") << name;
+    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared float32 weights: " + blocks + " blocks")
+        << name;
     const auto [onednn, modules] = both_paths();
     ASSERT_EQ(onednn.sizes(), modules.sizes()) << name;
     EXPECT_FALSE(onednn.is_mkldnn()) << name;
@@ -316,25 +335,58 @@ TEST_F(EncoderTest, OneDnnPathMatchesTheModulesAndFollowsWeightUpdates) {
   }
 }
 
+// Inside a bf16 InferencePrecision, on CPUs with AVX-512 BF16, the oneDNN path runs in bf16 (sums
+// in float32): near the float32 modules, as far as bf16's rounding (2^-9 relative per value)
+// takes a network, and no nearer; elsewhere it stays float32, bit for bit.
+TEST_F(EncoderTest, Bf16OneDnnPathStaysNearTheFloat32Modules) {
+  if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
+  for (const auto& [options, blocks] : std::vector<std::pair<EncoderOptions, std::string>>{
+           {options_for("resnet18"), "5 of 5"}, {dilated_small_cnn(), "4 of 4"}}) {
+    Encoder encoder = encoder_with_random_batchnorms(options);
+    const torch::Tensor images = torch::randn({2, 3, 128, 128});
+    torch::NoGradGuard no_grad;
+    encoder->set_onednn_inference(false);
+    const torch::Tensor modules = encoder->forward_grid(images);
+    encoder->set_onednn_inference(true);
+    const torch::Tensor float32 = encoder->forward_grid(images);
+    const InferencePrecision bf16({torch::kCPU, Precision::bf16});
+    const torch::Tensor bf16_grid = encoder->forward_grid(images);
+    EXPECT_EQ(bf16_grid.scalar_type(), torch::kFloat);
+    if (!has_avx512_bf16()) {
+      EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared float32 weights: " + blocks + " blocks");
+      EXPECT_TRUE(bf16_grid.equal(float32)) << options.name;
+      continue;
+    }
+    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared bf16 weights: " + blocks + " blocks");
+    const double error = relative_error(bf16_grid, modules);
+    EXPECT_LT(error, 3e-2) << options.name;
+    EXPECT_GT(error, 1e-4) << options.name << ": no bf16 rounding shows";
+  }
+  if (!has_avx512_bf16()) GTEST_SKIP() << "this CPU has no AVX-512 BF16: checked that float32 ran";
+}
+
 TEST_F(EncoderTest, OneDnnPathTakesOnlyBlocksThatNeedNoGradient) {
   if (!at::hasMKLDNN()) GTEST_SKIP() << "this LibTorch has no oneDNN";
   Encoder encoder = build_encoder(options_for("resnet18", 2));
   const torch::Tensor images = torch::randn({2, 3, 64, 64});
   encoder->train(true);
-  EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 3 of 5 blocks");
+  EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared float32 weights: 3 of 5 blocks");
   {
     torch::NoGradGuard no_grad;
-    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 3 of 5 blocks");  // training
+    EXPECT_EQ(
+        encoder->inference_path(images), "oneDNN, prepared float32 weights: 3 of 5 blocks");  // training
     encoder->eval();
-    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared weights: 5 of 5 blocks");
+    EXPECT_EQ(encoder->inference_path(images), "oneDNN, prepared float32 weights: 5 of 5 blocks");
   }
   EXPECT_EQ(encoder->inference_path(images.to(torch::kDouble)), "LibTorch modules");
   encoder->set_onednn_inference(false);
   EXPECT_EQ(encoder->inference_path(images), "LibTorch modules");
-  Encoder small = build_encoder(options_for("small_cnn", 0));  // trains its BatchNorms: never oneDNN
-  small->eval();
+  // small_cnn trains its BatchNorms: oneDNN only in eval mode without autograd.
+  Encoder small = build_encoder(options_for("small_cnn", -1));
   torch::NoGradGuard no_grad;
   EXPECT_EQ(small->inference_path(images), "LibTorch modules");
+  small->eval();
+  EXPECT_EQ(small->inference_path(images), "oneDNN, prepared float32 weights: 4 of 4 blocks");
 }
 
 TEST_F(EncoderTest, SmallCnnBatchNormTrainsAndFrozenStagesStayInEval) {

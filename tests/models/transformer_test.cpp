@@ -11,8 +11,8 @@
 
 #include "config/config.h"
 #include "finite_difference.h"
-#include "kernels/decoding_precision.h"
 #include "kernels/few_rows_linear.h"
+#include "kernels/inference_precision.h"
 #include "models/captioner.h"
 #include "models/grid_position.h"
 #include "test_util.h"
@@ -377,7 +377,7 @@ TEST(TransformerDecoder, CachedStepsEqualTheFullPassAndPaddingIsZero) {
 // Without autograd every product runs on packed copies of the weights (the panel kernel for the
 // grid's 3 x 21 rows, the few-rows kernel for a step's 3): the same numbers as the autograd pass
 // through torch's products, up to rounding. Packs follow in-place updates of the weights, and in
-// a bf16 DecodingPrecision they are the weights rounded to bf16.
+// a bf16 InferencePrecision they are the weights rounded to bf16.
 TEST(TransformerDecoder, InferenceRunsOnPackedWeightsThatFollowUpdatesAndBf16) {
   torch::manual_seed(17);
   DecoderOptions options = tiny_transformer();
@@ -433,7 +433,7 @@ TEST(TransformerDecoder, InferenceRunsOnPackedWeightsThatFollowUpdatesAndBf16) {
   const auto float_steps = steps(decoder);
   torch::Tensor bf16_steps;
   {
-    const DecodingPrecision bf16({c10::Device(c10::DeviceType::CPU), Precision::bf16});
+    const InferencePrecision bf16({c10::Device(c10::DeviceType::CPU), Precision::bf16});
     bf16_steps = steps(decoder);
   }
   const auto reference = steps(rounded);

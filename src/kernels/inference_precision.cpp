@@ -1,5 +1,5 @@
-// DecodingPrecision: autocast, or bf16 weights for the CPU kernels.
-#include "kernels/decoding_precision.h"
+// InferencePrecision: autocast, or bf16 weights for the CPU kernels.
+#include "kernels/inference_precision.h"
 
 #include "device/torch_compat.h"
 
@@ -14,7 +14,7 @@ bool reads_bf16_weights(const Placement& placement) {
 
 }  // namespace
 
-DecodingPrecision::DecodingPrecision(const Placement& placement)
+InferencePrecision::InferencePrecision(const Placement& placement)
     : autocast_(reads_bf16_weights(placement) ? Placement{placement.device, Precision::fp32} : placement),
       was_bf16_weights_(bf16_weights_on_this_thread),
       was_cpu_autocast_(compat::autocast_enabled(c10::DeviceType::CPU)) {
@@ -22,16 +22,16 @@ DecodingPrecision::DecodingPrecision(const Placement& placement)
   if (bf16_weights_on_this_thread) compat::set_autocast_enabled(c10::DeviceType::CPU, false);
 }
 
-DecodingPrecision::~DecodingPrecision() {
+InferencePrecision::~InferencePrecision() {
   compat::set_autocast_enabled(c10::DeviceType::CPU, was_cpu_autocast_);
   bf16_weights_on_this_thread = was_bf16_weights_;
 }
 
-bool DecodingPrecision::bf16_weights() {
+bool InferencePrecision::bf16_weights() {
   return bf16_weights_on_this_thread;
 }
 
-std::string DecodingPrecision::describe(const Placement& placement) {
+std::string InferencePrecision::describe(const Placement& placement) {
   if (reads_bf16_weights(placement))
     return placement.device.str() + ", bf16 weights (float32 activations and sums)";
   return saccade::describe(placement);
