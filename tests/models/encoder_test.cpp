@@ -306,8 +306,8 @@ TEST_F(EncoderTest, OneDnnPathMatchesTheModulesAndFollowsWeightUpdates) {
            {dilated_small_cnn(), "4 of 4"}}) {
     const std::string& name = options.name;
     Encoder encoder = encoder_with_random_batchnorms(options);
-    // Three 224 px images: the oneDNN path runs them one at a time.
-    const torch::Tensor images = torch::randn({3, 3, 224, 224});
+    // Five 224 px images: the oneDNN path runs them as a chunk of four and a chunk of one.
+    const torch::Tensor images = torch::randn({5, 3, 224, 224});
     auto both_paths = [&] {
       encoder->set_onednn_inference(true);
       torch::Tensor onednn = encoder->forward_grid(images);
