@@ -40,8 +40,8 @@ template <typename Weight, typename X = float>
 struct PanelProduct {
   int64_t depth;
   const X* x;  // packed, x[k][r] at x[k * kBlockRows + r]
-  const Weight*
-      w;     // w[k][c] at w[k * kPanelWidth + c] (pairs: w[k][c][0 or 1] at w[(k * kPanelWidth + c) * 2 + i])
+  // w[k][c] at w[k * kPanelWidth + c]; pairs: value i (0 or 1) of w[k][c] at w[(k * kPanelWidth + c) * 2 + i]
+  const Weight* w;
   float* y;  // rows y_stride apart
   int64_t y_stride;
   int64_t columns;    // of y to write: 1 .. kPanelWidth
