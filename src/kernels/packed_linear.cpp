@@ -5,10 +5,12 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
+#include <c10/util/BFloat16.h>
 #include <torch/nn/functional/linear.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -47,14 +49,26 @@ struct PanelProduct {
   int64_t columns;    // of y to write: 1 .. kPanelWidth
   bool accumulate;    // add to what y holds (the earlier passes over K)
   const float* bias;  // [columns], added when not null (the last pass only)
+  bool prefetch;      // ask for the memory after the slice (the next slice or panel) into L2
 };
+
+// Step k's row of the slice that follows this one (`depth` steps on; `values` Weights a row):
+// into L2 while this slice is multiplied. The panels are read in memory order, but each slice of
+// a panel is a short stream that the hardware prefetcher starts late, and in training the
+// panels come from memory: every step's attention reads evict them.
+template <typename Weight>
+SACCADE_INLINE void prefetch_next_slice(const Weight* w, int64_t k, int64_t depth, int64_t values) {
+  const char* row = reinterpret_cast<const char*>(w + (k + depth) * values);
+  for (int64_t byte = 0; byte < values * static_cast<int64_t>(sizeof(Weight)); byte += 64)
+    __builtin_prefetch(row + byte, 0, 2);
+}
 
 // Writes rows r < R of the block's sums acc[r][0 and 1] (two vectors of W columns) to y: added
 // to y's values when accumulating, plus the bias on the last pass; columns past `columns` are not
 // written.
 template <int W, int R, typename Weight, typename X>
 SACCADE_INLINE void finish_block(const PanelProduct<Weight, X>& product, const Lanes<float, W> (&acc)[R][2]) {
-  const auto [depth, x, w, y, y_stride, columns, accumulate, bias] = product;
+  const auto [depth, x, w, y, y_stride, columns, accumulate, bias, prefetch] = product;
   using V = Lanes<float, W>;
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
@@ -82,7 +96,7 @@ SACCADE_INLINE void finish_block(const PanelProduct<Weight, X>& product, const L
 // and a broadcast fill the registers.
 template <int W, int R, typename Weight>
 SACCADE_INLINE void panel_block(const PanelProduct<Weight>& product) {
-  const auto& [depth, x, w, y, y_stride, columns, accumulate, bias] = product;
+  const auto& [depth, x, w, y, y_stride, columns, accumulate, bias, prefetch] = product;
   using V = Lanes<float, W>;
   // Every loop over the accumulators is unrolled: one indexing acc would keep them in memory,
   // stored at every step.
@@ -90,6 +104,7 @@ SACCADE_INLINE void panel_block(const PanelProduct<Weight>& product) {
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = V{};
   for (int64_t k = 0; k < depth; ++k) {
+    if (prefetch) prefetch_next_slice(w, k, depth, kPanelWidth);
     const V w0 = load_floats<W>(w + k * kPanelWidth), w1 = load_floats<W>(w + k * kPanelWidth + W);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
@@ -112,8 +127,10 @@ SACCADE_INLINE void panel_kernel(const PanelProduct<Weight>& product) {
     part.y += offset;
     part.columns = std::min<int64_t>(2 * W, product.columns - offset);
     if (part.bias != nullptr) part.bias += offset;
+    part.prefetch = product.prefetch && offset == 0;  // the whole row of the slice after
     panel_block<W, kFirst>(part);
     if constexpr (R > MaxRows) {
+      part.prefetch = false;
       part.x += MaxRows;
       part.y += MaxRows * part.y_stride;
       panel_block<W, R - MaxRows>(part);
@@ -144,11 +161,12 @@ __attribute__((target("avx2,fma"))) void panel_kernel_avx2(const PanelProduct<We
 template <int R>
 __attribute__((target("avx512f,avx512bf16,fma"))) void panel_kernel_bf16_dot(
     const PanelProduct<uint16_t, uint32_t>& product) {
-  const auto& [depth, x, w, y, y_stride, columns, accumulate, bias] = product;
+  const auto& [depth, x, w, y, y_stride, columns, accumulate, bias, prefetch] = product;
   __m512 acc[R][2];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < depth; ++k) {
+    if (prefetch) prefetch_next_slice(w, k, depth, 2 * kPanelWidth);
     const uint16_t* pairs = w + k * kPanelWidth * 2;
     const auto w0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(pairs));
     const auto w1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(pairs + kPanelWidth));
@@ -184,6 +202,49 @@ PanelKernel<Weight, X> panel_kernel_for(KernelIsa isa, int64_t rows) {
 
 #endif
 
+// W [N, K] float32 (any strides) into panels [ceil(N / 32), ceil(K / PerStep), 32, PerStep]:
+// panels[p][s][c][i] = W[32 p + c][PerStep s + i], zero past N and K; as float, or as bf16 bits
+// rounded to nearest even (uint16_t), as LibTorch rounds. One pass over W, in the order its
+// memory runs: along k when its rows are contiguous, along n when it is a transposed view (the
+// backward pass's weights), so neither layout costs a transposing copy.
+template <int64_t PerStep, typename T>
+void pack_panels(const torch::Tensor& weight, T* panels) {
+  const float* w = weight.data_ptr<float>();
+  const int64_t N = weight.size(0), K = weight.size(1), row_stride = weight.stride(0),
+                column_stride = weight.stride(1);
+  constexpr int64_t per_step = PerStep;
+  const int64_t steps = (K + per_step - 1) / per_step, panel_size = steps * kPanelWidth * per_step;
+  const auto convert = [](float value) -> T {
+    if constexpr (std::is_same_v<T, float>) {
+      return value;
+    } else {
+      return c10::BFloat16(value).x;
+    }
+  };
+  const bool along_n = row_stride == 1 && column_stride != 1;
+  at::parallel_for(0, (N + kPanelWidth - 1) / kPanelWidth, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t panel = begin; panel < end; ++panel) {
+      T* out = panels + panel * panel_size;
+      const int64_t first = panel * kPanelWidth, columns = std::min(kPanelWidth, N - first);
+      const auto at = [&](int64_t c, int64_t k) -> T& {
+        return out[(k / per_step * kPanelWidth + c) * per_step + k % per_step];
+      };
+      if (columns < kPanelWidth || steps * per_step != K) std::fill(out, out + panel_size, T(0));
+      if (along_n) {
+        for (int64_t k = 0; k < K; ++k) {
+          const float* source = w + k * column_stride + first;
+          for (int64_t c = 0; c < columns; ++c) at(c, k) = convert(source[c]);
+        }
+      } else {
+        for (int64_t c = 0; c < columns; ++c) {
+          const float* source = w + (first + c) * row_stride;
+          for (int64_t k = 0; k < K; ++k) at(c, k) = convert(source[k * column_stride]);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 PackedWeight::PackedWeight(
@@ -200,15 +261,17 @@ PackedWeight::PackedWeight(
   out_features_ = weight.size(0);
   in_features_ = weight.size(1);
   const int64_t panels = (out_features_ + kPanelWidth - 1) / kPanelWidth;
-  const torch::NoGradGuard no_grad;
   // Dot products take k in pairs: K is padded to even, and each column's pair is adjacent.
   const int64_t per_step = dot_products_ ? 2 : 1, steps = (in_features_ + per_step - 1) / per_step;
-  auto padded = torch::zeros({panels * kPanelWidth, steps * per_step}, weight.options());  // [P * 32, K']
-  padded.narrow(0, 0, out_features_).narrow(1, 0, in_features_).copy_(weight);
-  panels_ = padded.view({panels, kPanelWidth, steps, per_step})
-                .permute({0, 2, 1, 3})
-                .contiguous();  // [P, K' / per_step, 32, per_step]
-  if (storage == WeightStorage::bf16) panels_ = panels_.to(torch::kBFloat16);  // rounded to nearest even
+  const auto values = weight.detach();
+  if (storage == WeightStorage::bf16) {
+    panels_ = torch::empty({panels, steps, kPanelWidth, per_step}, weight.options().dtype(torch::kBFloat16));
+    auto* bits = reinterpret_cast<uint16_t*>(panels_.data_ptr());
+    dot_products_ ? pack_panels<2>(values, bits) : pack_panels<1>(values, bits);
+  } else {
+    panels_ = torch::empty({panels, steps, kPanelWidth, per_step}, weight.options());
+    pack_panels<1>(values, panels_.data_ptr<float>());
+  }
   if (bias.defined()) bias_ = bias.detach().contiguous();
 }
 
@@ -268,23 +331,31 @@ void PackedWeight::multiply(
   // A chunk of x in blocks of kBlockRows rows, step-major: [blocks, steps, kBlockRows]; a step is
   // one value of x, or a pair of bf16 values (the first in the low half, zero past K). Only the
   // rows a block has are read, so the last block's padding is never initialized.
-  const auto pack_chunk = [&](int64_t chunk, std::vector<X>& packed_x) {
-    packed_x.resize(static_cast<size_t>(kChunkRows * steps));
+  // The buffer is allocated without being filled: zeroing a chunk's worth for each product took
+  // longer than multiplying 32 rows by 32 columns.
+  const int64_t buffer_rows = (std::min(kChunkRows, M) + kBlockRows - 1) / kBlockRows * kBlockRows;
+  const auto chunk_buffer = [&] { return std::unique_ptr<X[]>(new X[buffer_rows * steps]); };
+  // Each block is written in memory order, its rows read as parallel streams.
+  const auto pack_chunk = [&](int64_t chunk, X* packed_x) {
     const int64_t chunk_rows = std::min(kChunkRows, M - chunk);
-    for (int64_t r = 0; r < chunk_rows; ++r) {
-      const XSource* source = x_data + (chunk + r) * K;
-      X* target = packed_x.data() + (r / kBlockRows) * steps * kBlockRows + r % kBlockRows;
-      if constexpr (std::is_same_v<X, uint32_t>) {
-        for (int64_t step = 0; step < steps; ++step) {
-          const uint32_t high = 2 * step + 1 < K ? source[2 * step + 1] : 0;
-          target[step * kBlockRows] = source[2 * step] | high << 16;
+    for (int64_t first = 0; first < chunk_rows; first += kBlockRows) {
+      const int64_t rows = std::min(kBlockRows, chunk_rows - first);
+      const XSource* source = x_data + (chunk + first) * K;
+      X* target = packed_x + first * steps;
+      for (int64_t step = 0; step < steps; ++step) {
+        for (int64_t r = 0; r < rows; ++r) {
+          const XSource* row = source + r * K;
+          if constexpr (std::is_same_v<X, uint32_t>) {
+            const uint32_t high = 2 * step + 1 < K ? row[2 * step + 1] : 0;
+            target[step * kBlockRows + r] = row[2 * step] | high << 16;
+          } else {
+            target[step * kBlockRows + r] = row[step];
+          }
         }
-      } else {
-        for (int64_t k = 0; k < K; ++k) target[k * kBlockRows] = source[k];
       }
     }
   };
-  const auto multiply_chunk = [&](int64_t chunk, const std::vector<X>& packed_x, int64_t begin, int64_t end) {
+  const auto multiply_chunk = [&](int64_t chunk, const X* packed_x, int64_t begin, int64_t end) {
     const int64_t chunk_rows = std::min(kChunkRows, M - chunk);
     const int64_t blocks = (chunk_rows + kBlockRows - 1) / kBlockRows;
     for (int64_t panel = begin; panel < end; ++panel) {
@@ -295,13 +366,14 @@ void PackedWeight::multiply(
         for (int64_t block = 0; block < blocks; ++block) {
           const PanelProduct<Weight, X> product{
               depth,
-              packed_x.data() + (block * steps + step) * kBlockRows,
+              packed_x + (block * steps + step) * kBlockRows,
               w_data + (panel * steps + step) * w_step,
               y_data + (chunk + block * kBlockRows) * N + column,
               N,
               columns,
               step > 0,
-              bias};
+              bias,
+              block == 0};
           panel_kernel_for<Weight, X>(isa, std::min(kBlockRows, chunk_rows - block * kBlockRows))(product);
         }
       }
@@ -311,19 +383,20 @@ void PackedWeight::multiply(
   if (chunks >= at::get_num_threads()) {
     // Many rows (the keys of a batch): each thread packs and multiplies its own chunks.
     at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<X> packed_x;
+      const auto packed_x = chunk_buffer();
       for (int64_t chunk = begin; chunk < end; ++chunk) {
-        pack_chunk(chunk * kChunkRows, packed_x);
-        multiply_chunk(chunk * kChunkRows, packed_x, 0, panels);
+        pack_chunk(chunk * kChunkRows, packed_x.get());
+        multiply_chunk(chunk * kChunkRows, packed_x.get(), 0, panels);
       }
     });
   } else {
     // A decoding step's rows: the threads share each packed chunk and split the panels.
-    std::vector<X> packed_x;
+    const auto packed_x = chunk_buffer();
     for (int64_t chunk = 0; chunk < M; chunk += kChunkRows) {
-      pack_chunk(chunk, packed_x);
-      at::parallel_for(
-          0, panels, 1, [&](int64_t begin, int64_t end) { multiply_chunk(chunk, packed_x, begin, end); });
+      pack_chunk(chunk, packed_x.get());
+      at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {
+        multiply_chunk(chunk, packed_x.get(), begin, end);
+      });
     }
   }
 #endif

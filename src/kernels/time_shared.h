@@ -52,7 +52,6 @@ class TimeSharedWeight {
   std::shared_ptr<Steps> steps_;
   torch::Tensor source_;  // W as given, with its history
   torch::Tensor token_;   // [0]
-  PackedWeights packed_;  // W's blocks packed for products of many rows; W is detached and fixed
 };
 
 // A tensor whose per-step gradients are accumulated in place into one buffer, passed to autograd
