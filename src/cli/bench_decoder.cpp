@@ -26,6 +26,7 @@
 #include "dist/process_group.h"
 #include "eval/metrics.h"
 #include "models/decoder.h"
+#include "train/fused_adam.h"
 #include "train/objectives.h"
 #include "train/scst.h"
 
@@ -207,7 +208,7 @@ struct DecoderBench {
   Placement placement;
   DecoderOptions options;
   CaptionDecoder decoder{build_decoder(options)};
-  torch::optim::Adam optimizer{decoder->parameters(), torch::optim::AdamOptions(4e-4)};
+  FusedAdam optimizer{decoder->parameters(), torch::optim::AdamOptions(4e-4)};
   torch::Tensor features =
       torch::randn({kBatch, kLocations, options.annotation_dim}).relu_();  // like conv features
   torch::Tensor tokens = torch::randint(options.vocab_size, {kBatch, kSteps}, torch::kLong);

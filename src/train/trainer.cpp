@@ -2,7 +2,6 @@
 #include "train/trainer.h"
 
 #include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/adam.h>
 #include <torch/optim/rmsprop.h>
 #include <torch/utils.h>
 
@@ -21,6 +20,7 @@
 #include "io/progress.h"
 #include "io/temporaries.h"
 #include "models/weights.h"
+#include "train/fused_adam.h"
 
 namespace saccade {
 namespace {
@@ -52,7 +52,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(
     groups.emplace_back(encoder_parameters, group_options(options.encoder_learning_rate));
   }
   if (options.optimizer == OptimizerKind::adam) {
-    return std::make_unique<torch::optim::Adam>(groups, torch::optim::AdamOptions(options.learning_rate));
+    return std::make_unique<FusedAdam>(groups, torch::optim::AdamOptions(options.learning_rate));
   }
   return std::make_unique<torch::optim::RMSprop>(groups, torch::optim::RMSpropOptions(options.learning_rate));
 }
