@@ -24,5 +24,7 @@ scripts/build.sh "$dir" "${cmake_flags[@]}"
 scripts/check_format.sh
 
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+# What saccade would otherwise re-execute itself to set (src/cli/runtime.h), once per test.
+export OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-4}
 cd "$dir"
 ctest --output-on-failure --timeout 600 -j2 "$@"

@@ -87,15 +87,23 @@ void apply_runtime(const RuntimeOptions& options, int local_workers) {
   }
 }
 
-void choose_openmp_waiting(char** argv, bool brief_spin) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  if (brief_spin) {
-    setenv("GOMP_SPINCOUNT", kOpenMPSpinCount, 1);
-  } else {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+void choose_thread_waiting(char** argv, bool brief_spin) {
+  bool changed = false;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    if (brief_spin) {
+      setenv("GOMP_SPINCOUNT", kOpenMPSpinCount, 1);
+    } else {
+      setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    }
+    changed = true;
   }
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", kOpenBlasThreadTimeout, 1);
+    changed = true;
+  }
+  if (!changed) return;
   execv("/proc/self/exe", argv);
-  // exec failed (no /proc): carry on with libgomp's default policy.
+  // exec failed (no /proc): carry on with the libraries' default waiting.
 }
 
 void keep_freed_memory_for_reuse() {
@@ -106,9 +114,11 @@ void keep_freed_memory_for_reuse() {
 std::string runtime_environment() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
   return std::string("OMP_WAIT_POLICY=") + (policy ? policy : "(unset)") +
-         " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)") + ", OpenBLAS core " + openblas_get_corename() +
-         ", saccade's products on " + to_string(best_kernel_isa()) +
+         " GOMP_SPINCOUNT=" + (spin ? spin : "(unset)") +
+         " OPENBLAS_THREAD_TIMEOUT=" + (timeout ? timeout : "(unset)") + ", OpenBLAS core " +
+         openblas_get_corename() + ", saccade's products on " + to_string(best_kernel_isa()) +
          " (bf16 weights: " + to_string(best_bf16_product()) + ")";
 }
 

@@ -27,14 +27,20 @@ void apply_runtime(const RuntimeOptions& options, int local_workers = 1);
 // GFLOP/s of a size x size float matmul on this machine (the fastest of several runs).
 double measure_matmul_gflops(int size = 256);
 
-// libgomp reads its waiting policy when it loads, before main(). By default LibTorch's idle
-// OpenMP threads spin for ~300,000 iterations and starve OpenBLAS's pthreads on small machines.
-// Training runs best with threads that sleep at once (OMP_WAIT_POLICY=PASSIVE); decoding, with
-// many short parallel regions per step, with a short spin (GOMP_SPINCOUNT=kOpenMPSpinCount),
-// as passive threads pay a wake-up at each region. The process re-executes itself once with the
-// setting for its command, unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT.
+// libgomp and OpenBLAS read how their idle threads wait when they load, before main(). By default
+// LibTorch's idle OpenMP threads spin for ~300,000 iterations and starve OpenBLAS's pthreads on
+// small machines. Training runs best with threads that sleep at once (OMP_WAIT_POLICY=PASSIVE);
+// decoding, with many short parallel regions per step, with a short spin
+// (GOMP_SPINCOUNT=kOpenMPSpinCount), as passive threads pay a wake-up at each region. OpenBLAS's
+// own threads keep calling sched_yield for ~2^28 cycles after each product, taking a core from
+// LibTorch's threads between products; with OPENBLAS_THREAD_TIMEOUT=kOpenBlasThreadTimeout (2^4
+// cycles) they sleep at once and pay a wake-up at the next product, which costs little beside
+// the products that reach BLAS (the peers' decoder bench: 591-602 ms against 521-545 ms a step).
+// The process re-executes itself once with the settings for its command; a variable the user set
+// is kept as it is.
 inline constexpr const char* kOpenMPSpinCount = "10000";
-void choose_openmp_waiting(char** argv, bool brief_spin);
+inline constexpr const char* kOpenBlasThreadTimeout = "4";
+void choose_thread_waiting(char** argv, bool brief_spin);
 
 // glibc hands freed memory back to the kernel (heap trimming above 128 KiB, munmap of blocks
 // above its mmap threshold), so every training step page-faults its large temporaries in again:
