@@ -109,4 +109,35 @@ SACCADE_INLINE V tanh_lanes(const V& value) {
   }
 }
 
+// e^x of every float lane: x = n ln 2 + r with |r| <= ln 2 / 2, e^r by Cephes' degree-5
+// polynomial, 2^n put in the exponent bits; relative error < 2.5e-7 where the result is a normal
+// float. Below ln of the smallest normal float the result is 0 (a softmax's share that small is
+// lost in its sum anyway); above 88.376 (n would pass 127; e^x is within 1.4x of the largest
+// float) +inf; NaN stays NaN.
+template <typename V>
+SACCADE_INLINE V exp_lanes(const V& value) {
+  constexpr int W = sizeof(V) / sizeof(float);
+  using Bits = Lanes<int32_t, W>;
+  const V low = V{} - 87.3365447505f, high = V{} + 88.3762626647949f;
+  V x = value < low ? low : value;
+  x = x > high ? high : x;
+  // n = round(x / ln 2), by the float addition that rounds to an integer at 1.5 * 2^23.
+  const V n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const V r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  V p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = r * p + 8.3334519073e-3f;
+  p = r * p + 4.1665795894e-2f;
+  p = r * p + 1.6666665459e-1f;
+  p = r * p + 5.0000001201e-1f;
+  p = r * r * p + r + 1.0f;
+  // 2^n as exponent bits; n + 127 stays in 1 .. 254 for the clamped x, so the scale is normal.
+  const Bits scale_bits = (__builtin_convertvector(n, Bits) + 127) << 23;
+  V scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  V result = p * scale;
+  result = value < low ? V{} : result;
+  result = value > high ? V{} + __builtin_inff() : result;
+  return value != value ? value : result;
+}
+
 }  // namespace saccade

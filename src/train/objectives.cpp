@@ -1,12 +1,11 @@
 // Soft-attention objective: masked cross-entropy + doubly stochastic regularization.
 #include "train/objectives.h"
 
-#include <torch/nn/functional/loss.h>
-
 #include <limits>
 #include <stdexcept>
 
 #include "base/enum_names.h"
+#include "kernels/cross_entropy.h"
 
 namespace saccade {
 
@@ -61,9 +60,7 @@ SoftAttentionLoss soft_attention_loss(
   const auto mask = step_mask(lengths, steps).to(logits.dtype());  // [B, T]
 
   // Padding targets may hold any id; they are masked out after the per-element loss.
-  const auto nll = torch::nn::functional::cross_entropy(
-                       logits.reshape({batch * steps, -1}), targets.reshape({batch * steps}),
-                       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone))
+  const auto nll = token_cross_entropy(logits.reshape({batch * steps, -1}), targets.reshape({batch * steps}))
                        .view({batch, steps});  // [B, T]
   const auto masked = nll * mask;              // [B, T]
 

@@ -1,0 +1,188 @@
+// token_cross_entropy: the log-sum-exp of each row in one pass, softmax - one-hot in backward
+// (see cross_entropy.h).
+#include "kernels/cross_entropy.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/nn/functional/loss.h>
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/vector_lanes.h"
+
+namespace saccade {
+namespace {
+
+// The rows [begin, end) of logits [N, V]: each one's maximum m and log sum_v e^(x_v - m), whose sum
+// is the log-sum-exp, and the NLL at the target, log-sum - (x_t - m). Kept apart, as a
+// log-sum-exp of 60 would carry 4e-6 of absolute rounding into every probability.
+template <int W>
+SACCADE_INLINE void cross_entropy_rows(
+    const float* logits,
+    const int64_t* targets,
+    float* row_max,
+    float* log_sum,
+    float* nll,
+    int64_t begin,
+    int64_t end,
+    int64_t V) {
+  using Vec = Lanes<float, W>;
+  const int64_t V_lanes = V - V % W;
+  for (int64_t n = begin; n < end; ++n) {
+    const float* row = logits + n * V;
+    Vec high = Vec{} - std::numeric_limits<float>::infinity();
+    for (int64_t v = 0; v < V_lanes; v += W) {
+      const Vec x = load<W>(row + v);
+      high = x > high ? x : high;
+    }
+    float largest = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < W; ++i) largest = std::max(largest, high[i]);
+    for (int64_t v = V_lanes; v < V; ++v) largest = std::max(largest, row[v]);
+    Vec sums = {};
+    for (int64_t v = 0; v < V_lanes; v += W) sums += exp_lanes(load<W>(row + v) - largest);
+    float sum = sum_lanes(sums);
+    for (int64_t v = V_lanes; v < V; ++v) sum += exp_lanes(load<1>(row + v) - largest)[0];
+    row_max[n] = largest;
+    log_sum[n] = std::log(sum);
+    nll[n] = log_sum[n] - (row[targets[n]] - largest);
+  }
+}
+
+// grad[n, v] = g[n] (exp(logits[n, v] - m[n] - log_sum[n]) - [v == target[n]]) for rows [begin, end).
+template <int W>
+SACCADE_INLINE void cross_entropy_backward_rows(
+    const float* logits,
+    const int64_t* targets,
+    const float* row_max,
+    const float* log_sum,
+    const float* grad_nll,
+    float* grad,
+    int64_t begin,
+    int64_t end,
+    int64_t V) {
+  const int64_t V_lanes = V - V % W;
+  for (int64_t n = begin; n < end; ++n) {
+    const float* row = logits + n * V;
+    float* out = grad + n * V;
+    const float g = grad_nll[n], largest = row_max[n], shift = log_sum[n];
+    int64_t v = 0;
+    for (; v < V_lanes; v += W) store(out + v, g * exp_lanes((load<W>(row + v) - largest) - shift));
+    for (; v < V; ++v) out[v] = g * exp_lanes((load<1>(row + v) - largest) - shift)[0];
+    out[targets[n]] -= g;
+  }
+}
+
+struct CrossEntropyKernels {
+  void (*forward)(const float*, const int64_t*, float*, float*, float*, int64_t, int64_t, int64_t);
+  void (*backward)(
+      const float*,
+      const int64_t*,
+      const float*,
+      const float*,
+      const float*,
+      float*,
+      int64_t,
+      int64_t,
+      int64_t);
+};
+
+#if defined(__x86_64__)
+
+#define SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(isa, features, lanes)                                       \
+  __attribute__((target(features))) void forward_##isa(                                                  \
+      const float* logits, const int64_t* targets, float* m, float* s, float* nll, int64_t b, int64_t e, \
+      int64_t V) {                                                                                       \
+    cross_entropy_rows<lanes>(logits, targets, m, s, nll, b, e, V);                                      \
+  }                                                                                                      \
+  __attribute__((target(features))) void backward_##isa(                                                 \
+      const float* logits, const int64_t* targets, const float* m, const float* s, const float* g,       \
+      float* grad, int64_t b, int64_t e, int64_t V) {                                                    \
+    cross_entropy_backward_rows<lanes>(logits, targets, m, s, g, grad, b, e, V);                         \
+  }                                                                                                      \
+  constexpr CrossEntropyKernels cross_entropy_kernels_##isa = {forward_##isa, backward_##isa};
+
+SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(avx2, "avx2,fma", 8)
+SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(avx512, "avx512f,fma", 16)
+#undef SACCADE_DEFINE_CROSS_ENTROPY_KERNELS
+
+const CrossEntropyKernels& cross_entropy_kernels(KernelIsa isa) {
+  return isa == KernelIsa::avx512 ? cross_entropy_kernels_avx512 : cross_entropy_kernels_avx2;
+}
+
+#else
+
+const CrossEntropyKernels& cross_entropy_kernels(KernelIsa) {
+  throw std::logic_error("the cross-entropy kernels are compiled for x86-64 only");
+}
+
+#endif
+
+// Rows per task: a few rows of 10,000 words each are enough to share the threads' start-up.
+int64_t grain(int64_t V) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, V));
+}
+
+class TokenCrossEntropy : public torch::autograd::Function<TokenCrossEntropy> {
+ public:
+  static torch::Tensor forward(
+      torch::autograd::AutogradContext* ctx,
+      KernelIsa isa,
+      const torch::Tensor& logits,
+      const torch::Tensor& targets) {
+    RECORD_FUNCTION("saccade::token_cross_entropy", std::vector<c10::IValue>({logits}));  // named in profiles
+    const auto x = logits.contiguous();
+    const auto t = targets.to(torch::kLong).contiguous();
+    const int64_t N = x.size(0), V = x.size(1);
+    const int64_t* target = t.data_ptr<int64_t>();
+    for (int64_t n = 0; n < N; ++n)
+      TORCH_CHECK(target[n] >= 0 && target[n] < V, "Target ", target[n], " is out of bounds.");
+    auto row_max = torch::empty({N}, x.options()), log_sum = torch::empty({N}, x.options());
+    auto nll = torch::empty({N}, x.options());
+    const auto kernel = cross_entropy_kernels(isa).forward;
+    at::parallel_for(0, N, grain(V), [&](int64_t begin, int64_t end) {
+      kernel(
+          x.data_ptr<float>(), target, row_max.data_ptr<float>(), log_sum.data_ptr<float>(),
+          nll.data_ptr<float>(), begin, end, V);
+    });
+    ctx->save_for_backward({x, row_max, log_sum, t});
+    ctx->saved_data["isa"] = static_cast<int64_t>(isa);
+    return nll;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &row_max = saved[1], &log_sum = saved[2], &t = saved[3];
+    const auto g = grads[0].contiguous();
+    const int64_t N = x.size(0), V = x.size(1);
+    auto grad = torch::empty_like(x);
+    const auto kernel =
+        cross_entropy_kernels(static_cast<KernelIsa>(ctx->saved_data["isa"].toInt())).backward;
+    at::parallel_for(0, N, grain(V), [&](int64_t begin, int64_t end) {
+      kernel(
+          x.data_ptr<float>(), t.data_ptr<int64_t>(), row_max.data_ptr<float>(), log_sum.data_ptr<float>(),
+          g.data_ptr<float>(), grad.data_ptr<float>(), begin, end, V);
+    });
+    return {torch::Tensor(), grad, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor token_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return token_cross_entropy(best_kernel_isa(), logits, targets);
+}
+
+torch::Tensor token_cross_entropy(KernelIsa isa, const torch::Tensor& logits, const torch::Tensor& targets) {
+  if (isa == KernelIsa::none || logits.dim() != 2 || targets.dim() != 1 ||
+      targets.size(0) != logits.size(0) || logits.size(1) == 0 || !takes_cpu_kernels(logits) ||
+      !targets.device().is_cpu()) {
+    return torch::nn::functional::cross_entropy(
+        logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  }
+  return TokenCrossEntropy::apply(isa, logits, targets);
+}
+
+}  // namespace saccade
