@@ -192,8 +192,7 @@ std::vector<DecodedCaption> beam_search(
   const int64_t vocab = decoder.options().vocab_size;
   const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(annotations.device());
   // Image b's K beams are rows b*K .. b*K+K-1; they start as copies of the image's state.
-  const auto image_rows = torch::arange(batch, long_options).repeat_interleave(beam);  // [B*K]
-  DecoderState state = decoder.init_state(annotations).index_select(image_rows);
+  DecoderState state = decoder.for_beams(decoder.init_state(annotations), beam);
   auto previous = torch::full({batch * beam}, options.start_id, long_options);  // [B*K]
   // Only the first beam of each group is alive at first, so step 0 does not pick the same word
   // K times.

@@ -16,19 +16,32 @@
 namespace saccade {
 namespace {
 
-// The additive scores of one image: e[l] = sum_a w[a] tanh(keys[l, a] + q[a]) (eq. 4, f_att),
-// W values of a at a time.
+// The additive scores at locations [l_begin, l_end) of one image for its R query rows:
+// e[j][l] = sum_a w[a] tanh(keys[l, a] + q[j][a]) (eq. 4, f_att), W values of a at a time. A
+// location's keys are read once for all R rows (the beams of one image), from L1 after the first.
 template <int W, typename T>
-SACCADE_INLINE void additive_scores_image(const T* keys, const T* q, const T* w, T* e, int64_t L, int64_t A) {
+SACCADE_INLINE void additive_scores_locations(
+    const T* keys,
+    const T* q,
+    const T* w,
+    T* e,
+    int64_t l_begin,
+    int64_t l_end,
+    int64_t L,
+    int64_t A,
+    int64_t R) {
   const int64_t A_lanes = A - A % W;
-  for (int64_t l = 0; l < L; ++l) {
+  for (int64_t l = l_begin; l < l_end; ++l) {
     const T* k = keys + l * A;
-    Lanes<T, W> lanes = {};
-    for (int64_t a = 0; a < A_lanes; a += W)
-      lanes += load<W>(w + a) * tanh_lanes(load<W>(k + a) + load<W>(q + a));
-    T sum = sum_lanes(lanes);
-    for (int64_t a = A_lanes; a < A; ++a) sum += w[a] * tanh_lanes(load<1>(k + a) + load<1>(q + a))[0];
-    e[l] = sum;
+    for (int64_t j = 0; j < R; ++j) {
+      const T* query = q + j * A;
+      Lanes<T, W> lanes = {};
+      for (int64_t a = 0; a < A_lanes; a += W)
+        lanes += load<W>(w + a) * tanh_lanes(load<W>(k + a) + load<W>(query + a));
+      T sum = sum_lanes(lanes);
+      for (int64_t a = A_lanes; a < A; ++a) sum += w[a] * tanh_lanes(load<1>(k + a) + load<1>(query + a))[0];
+      e[j * L + l] = sum;
+    }
   }
 }
 
@@ -68,29 +81,58 @@ SACCADE_INLINE void additive_scores_backward_image(
   }
 }
 
-// z[0:W] += sum_{j < R} alpha[j] v[j, 0:W], v's rows `stride` apart.
-template <int W, int R, typename T>
+// z[0:W] += sum_{i < G} alpha[i] v[i, 0:W], v's rows `stride` apart.
+template <int W, int G, typename T>
 SACCADE_INLINE void add_weighted_rows(T* z, const T* alpha, const T* v, int64_t stride) {
   auto sum = load<W>(z);
-  for (int j = 0; j < R; ++j) sum += alpha[j] * load<W>(v + j * stride);
+  for (int i = 0; i < G; ++i) sum += alpha[i] * load<W>(v + i * stride);
   store(z, sum);
 }
 
-// z = sum_l alpha[l] v[l, :] for one (image, head): v [L, Dv] -> z [Dv]. Four rows per pass over z
-// keep its loads and stores a quarter of v's, and v is read in order.
-template <int W, int R, typename T>
-SACCADE_INLINE void add_weighted_row_group(T* z, const T* alpha, const T* v, int64_t Dv) {
-  int64_t d = 0;
-  for (; d + W <= Dv; d += W) add_weighted_rows<W, R>(z + d, alpha, v + d, Dv);
-  for (; d < Dv; ++d) add_weighted_rows<1, R>(z + d, alpha, v + d, Dv);
+// Columns [d_begin, d_end) of z_j = sum_l alpha_j[l] v[l, :] for one (image, head) and its R rows
+// j (the beams of one image): v [L, Dv], alpha_j at alpha + j * alpha_stride, z_j at
+// z + j * z_stride. G rows of v per pass over the columns keep z's loads and stores a G-th of
+// v's, v is read in order and once for all R rows, and a block of columns of every z_j stays in L1.
+template <int W, int G, typename T>
+SACCADE_INLINE void add_weighted_row_group(
+    T* z,
+    int64_t z_stride,
+    const T* alpha,
+    int64_t alpha_stride,
+    const T* v,
+    int64_t Dv,
+    int64_t d_begin,
+    int64_t d_end,
+    int64_t R) {
+  int64_t d = d_begin;
+  for (; d + W <= d_end; d += W) {
+    for (int64_t j = 0; j < R; ++j)
+      add_weighted_rows<W, G>(z + j * z_stride + d, alpha + j * alpha_stride, v + d, Dv);
+  }
+  for (; d < d_end; ++d) {
+    for (int64_t j = 0; j < R; ++j)
+      add_weighted_rows<1, G>(z + j * z_stride + d, alpha + j * alpha_stride, v + d, Dv);
+  }
 }
 
 template <int W, typename T>
-SACCADE_INLINE void expected_value_row(const T* alpha, const T* v, T* z, int64_t L, int64_t Dv) {
-  std::fill(z, z + Dv, T(0));
+SACCADE_INLINE void expected_value_columns(
+    const T* alpha,
+    int64_t alpha_stride,
+    const T* v,
+    T* z,
+    int64_t z_stride,
+    int64_t L,
+    int64_t Dv,
+    int64_t d_begin,
+    int64_t d_end,
+    int64_t R) {
+  for (int64_t j = 0; j < R; ++j) std::fill(z + j * z_stride + d_begin, z + j * z_stride + d_end, T(0));
   int64_t l = 0;
-  for (; l + 4 <= L; l += 4) add_weighted_row_group<W, 4>(z, alpha + l, v + l * Dv, Dv);
-  for (; l < L; ++l) add_weighted_row_group<W, 1>(z, alpha + l, v + l * Dv, Dv);
+  for (; l + 4 <= L; l += 4)
+    add_weighted_row_group<W, 4>(z, z_stride, alpha + l, alpha_stride, v + l * Dv, Dv, d_begin, d_end, R);
+  for (; l < L; ++l)
+    add_weighted_row_group<W, 1>(z, z_stride, alpha + l, alpha_stride, v + l * Dv, Dv, d_begin, d_end, R);
 }
 
 // The gradient of alpha: grad_alpha[l] = g . v[l, :] for one (image, head).
@@ -112,7 +154,16 @@ SACCADE_INLINE void expected_value_grad_alpha_row(
 // AVX-512: the lanes one register wide, a * b + c one FMA.
 template <typename T>
 struct ImageKernels {
-  void (*scores)(const T* keys, const T* q, const T* w, T* e, int64_t L, int64_t A);
+  void (*scores)(
+      const T* keys,
+      const T* q,
+      const T* w,
+      T* e,
+      int64_t l_begin,
+      int64_t l_end,
+      int64_t L,
+      int64_t A,
+      int64_t R);
   void (*scores_backward)(
       const T* keys,
       const T* q,
@@ -123,7 +174,17 @@ struct ImageKernels {
       T* grad_w,
       int64_t L,
       int64_t A);
-  void (*expected_value)(const T* alpha, const T* v, T* z, int64_t L, int64_t Dv);
+  void (*expected_value)(
+      const T* alpha,
+      int64_t alpha_stride,
+      const T* v,
+      T* z,
+      int64_t z_stride,
+      int64_t L,
+      int64_t Dv,
+      int64_t d_begin,
+      int64_t d_end,
+      int64_t R);
   void (*expected_value_grad_alpha)(const T* g, const T* v, T* grad_alpha, int64_t L, int64_t Dv);
 };
 
@@ -131,29 +192,32 @@ struct ImageKernels {
 
 // The kernels of ImageKernels compiled for one instruction set (`features`), whose registers
 // hold `bytes` bytes.
-#define SACCADE_DEFINE_IMAGE_KERNELS(isa, features, bytes)                                             \
-  template <typename T>                                                                                \
-  __attribute__((target(features))) void scores_##isa(                                                 \
-      const T* keys, const T* q, const T* w, T* e, int64_t L, int64_t A) {                             \
-    additive_scores_image<bytes / sizeof(T)>(keys, q, w, e, L, A);                                     \
-  }                                                                                                    \
-  template <typename T>                                                                                \
-  __attribute__((target(features))) void scores_backward_##isa(                                        \
-      const T* keys, const T* q, const T* w, const T* ge, T* gk, T* gq, T* gw, int64_t L, int64_t A) { \
-    additive_scores_backward_image<bytes / sizeof(T)>(keys, q, w, ge, gk, gq, gw, L, A);               \
-  }                                                                                                    \
-  template <typename T>                                                                                \
-  __attribute__((target(features))) void expected_value_##isa(                                         \
-      const T* alpha, const T* v, T* z, int64_t L, int64_t Dv) {                                       \
-    expected_value_row<bytes / sizeof(T)>(alpha, v, z, L, Dv);                                         \
-  }                                                                                                    \
-  template <typename T>                                                                                \
-  __attribute__((target(features))) void grad_alpha_##isa(                                             \
-      const T* g, const T* v, T* grad_alpha, int64_t L, int64_t Dv) {                                  \
-    expected_value_grad_alpha_row<bytes / sizeof(T)>(g, v, grad_alpha, L, Dv);                         \
-  }                                                                                                    \
-  template <typename T>                                                                                \
-  constexpr ImageKernels<T> image_kernels_##isa = {                                                    \
+#define SACCADE_DEFINE_IMAGE_KERNELS(isa, features, bytes)                                               \
+  template <typename T>                                                                                  \
+  __attribute__((target(features))) void scores_##isa(                                                   \
+      const T* keys, const T* q, const T* w, T* e, int64_t l_begin, int64_t l_end, int64_t L, int64_t A, \
+      int64_t R) {                                                                                       \
+    additive_scores_locations<bytes / sizeof(T)>(keys, q, w, e, l_begin, l_end, L, A, R);                \
+  }                                                                                                      \
+  template <typename T>                                                                                  \
+  __attribute__((target(features))) void scores_backward_##isa(                                          \
+      const T* keys, const T* q, const T* w, const T* ge, T* gk, T* gq, T* gw, int64_t L, int64_t A) {   \
+    additive_scores_backward_image<bytes / sizeof(T)>(keys, q, w, ge, gk, gq, gw, L, A);                 \
+  }                                                                                                      \
+  template <typename T>                                                                                  \
+  __attribute__((target(features))) void expected_value_##isa(                                           \
+      const T* alpha, int64_t alpha_stride, const T* v, T* z, int64_t z_stride, int64_t L, int64_t Dv,   \
+      int64_t d_begin, int64_t d_end, int64_t R) {                                                       \
+    expected_value_columns<bytes / sizeof(T)>(                                                           \
+        alpha, alpha_stride, v, z, z_stride, L, Dv, d_begin, d_end, R);                                  \
+  }                                                                                                      \
+  template <typename T>                                                                                  \
+  __attribute__((target(features))) void grad_alpha_##isa(                                               \
+      const T* g, const T* v, T* grad_alpha, int64_t L, int64_t Dv) {                                    \
+    expected_value_grad_alpha_row<bytes / sizeof(T)>(g, v, grad_alpha, L, Dv);                           \
+  }                                                                                                      \
+  template <typename T>                                                                                  \
+  constexpr ImageKernels<T> image_kernels_##isa = {                                                      \
       scores_##isa<T>, scores_backward_##isa<T>, expected_value_##isa<T>, grad_alpha_##isa<T>};
 
 SACCADE_DEFINE_IMAGE_KERNELS(avx2, "avx2,fma", 32)
@@ -219,19 +283,32 @@ class AdditiveScoresBackward : public torch::autograd::Node {
 }  // namespace
 
 // One autograd node whose backward makes one more pass over [n, L, A] (see the header).
-torch::Tensor additive_scores(const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w) {
-  return additive_scores(best_kernel_isa(), keys, q, w);
+torch::Tensor additive_scores(
+    const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w, int64_t beams) {
+  return additive_scores(best_kernel_isa(), keys, q, w, beams);
 }
 
 torch::Tensor additive_scores(
-    KernelIsa isa, const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w) {
+    KernelIsa isa,
+    const TimeSharedTensor& keys,
+    const torch::Tensor& q,
+    const torch::Tensor& w,
+    int64_t beams) {
   const int64_t n = q.size(0), L = keys.value().size(1), A = keys.value().size(2);
+  TORCH_CHECK(
+      beams >= 1 && n % beams == 0, "additive_scores: ", n, " query rows are not whole images of ", beams,
+      " beams");
+  const int64_t images = n / beams;
   if (isa == KernelIsa::none || !takes_cpu_kernels(q, /*doubles_too=*/true) ||
       keys.value().scalar_type() != q.scalar_type()) {
-    return torch::matmul(torch::tanh(keys.source().narrow(0, 0, n) + q.unsqueeze(1)), w);  // [n, L]
+    const auto k = keys.source().narrow(0, 0, images);
+    return torch::matmul(
+        torch::tanh((beams > 1 ? k.repeat_interleave(beams, 0) : k) + q.unsqueeze(1)), w);  // [n, L]
   }
+  const bool gradient = torch::autograd::compute_requires_grad(q, w, keys.token());
+  TORCH_CHECK(!gradient || beams == 1, "additive_scores: no gradient through keys shared by beams");
   RECORD_FUNCTION("saccade::additive_scores", std::vector<c10::IValue>({q}));  // named in profiles
-  const auto k = keys.value().narrow(0, 0, n).contiguous();                    // [n, L, A]
+  const auto k = keys.value().narrow(0, 0, images).contiguous();               // [images, L, A]
   const auto q_values = q.detach().contiguous();                               // [n, A]
   const auto w_values = w.detach().contiguous();                               // [A]
   auto e = torch::empty({n, L}, q.options());                                  // [n, L]
@@ -239,14 +316,19 @@ torch::Tensor additive_scores(
     const scalar_t* kp = k.data_ptr<scalar_t>();
     const scalar_t* qp = q_values.data_ptr<scalar_t>();
     scalar_t* ep = e.data_ptr<scalar_t>();
-    const auto scores_image = image_kernels<scalar_t>(isa).scores;
-    at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        scores_image(kp + b * L * A, qp + b * A, w_values.data_ptr<scalar_t>(), ep + b * L, L, A);
+    const auto scores_locations = image_kernels<scalar_t>(isa).scores;
+    // The images' locations split over the threads, so one image's beams use them all.
+    at::parallel_for(0, images * L, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t at = begin; at < end;) {
+        const int64_t b = at / L, l_begin = at % L, l_end = std::min(L, l_begin + end - at);
+        scores_locations(
+            kp + b * L * A, qp + b * beams * A, w_values.data_ptr<scalar_t>(), ep + b * beams * L, l_begin,
+            l_end, L, A, beams);
+        at += l_end - l_begin;
       }
     });
   });
-  if (torch::autograd::compute_requires_grad(q, w, keys.token())) {
+  if (gradient) {
     auto node = std::shared_ptr<AdditiveScoresBackward>(
         new AdditiveScoresBackward(isa, keys, q_values, w_values), torch::autograd::deleteNode);
     node->set_next_edges(torch::autograd::collect_next_edges(q, w, keys.token()));
@@ -260,24 +342,32 @@ namespace {
 // The soft context z = sum_l alpha_l v_l (eq. 13) per image and head, images over the threads.
 class ExpectedValue : public torch::autograd::Function<ExpectedValue> {
  public:
-  // alpha [B, N, L], values [B, N, L, Dv] -> [B, N, Dv]
+  // alpha [B R, N, L], values [B, N, L, Dv] -> [B R, N, Dv]: R rows (beams) per image.
   static torch::Tensor forward(
       torch::autograd::AutogradContext* ctx,
       KernelIsa isa,
       const torch::Tensor& alpha,
-      const torch::Tensor& values) {
+      const torch::Tensor& values,
+      int64_t beams) {
     RECORD_FUNCTION("saccade::expected_value", std::vector<c10::IValue>({alpha}));  // named in profiles
-    const int64_t rows = alpha.size(0) * alpha.size(1), L = values.size(2), Dv = values.size(3);
+    const int64_t N = alpha.size(1), L = values.size(2), Dv = values.size(3), images = alpha.size(0) / beams;
     const auto a = alpha.contiguous(), v = values.contiguous();
-    auto z = torch::empty({alpha.size(0), alpha.size(1), Dv}, values.options());  // [B, N, Dv]
+    auto z = torch::empty({alpha.size(0), N, Dv}, values.options());  // [B R, N, Dv]
+    // Tasks of (image, head, block of columns): an image's beams split its columns over the threads.
+    constexpr int64_t kColumns = 512;
+    const int64_t blocks = (Dv + kColumns - 1) / kColumns;
     AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "expected_value", [&] {
       const scalar_t* ap = a.data_ptr<scalar_t>();
       const scalar_t* vp = v.data_ptr<scalar_t>();
       scalar_t* zp = z.data_ptr<scalar_t>();
-      const auto expected_value_image = image_kernels<scalar_t>(isa).expected_value;
-      at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r)
-          expected_value_image(ap + r * L, vp + r * L * Dv, zp + r * Dv, L, Dv);
+      const auto expected_value_columns = image_kernels<scalar_t>(isa).expected_value;
+      at::parallel_for(0, images * N * blocks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t block = task % blocks, h = task / blocks % N, b = task / blocks / N;
+          expected_value_columns(
+              ap + (b * beams * N + h) * L, N * L, vp + (b * N + h) * L * Dv, zp + (b * beams * N + h) * Dv,
+              N * Dv, L, Dv, block * kColumns, std::min(Dv, (block + 1) * kColumns), beams);
+        }
       });
     });
     ctx->save_for_backward({a, v});
@@ -308,22 +398,30 @@ class ExpectedValue : public torch::autograd::Function<ExpectedValue> {
       });
     }
     if (ctx->needs_input_grad(1)) grad_values = alpha.unsqueeze(-1) * g.unsqueeze(-2);  // [B, N, L, Dv]
-    return {torch::Tensor(), grad_alpha, grad_values};
+    return {torch::Tensor(), grad_alpha, grad_values, torch::Tensor()};
   }
 };
 
 }  // namespace
 
-torch::Tensor expected_value(const torch::Tensor& alpha, const torch::Tensor& values) {
-  return expected_value(best_kernel_isa(), alpha, values);
+torch::Tensor expected_value(const torch::Tensor& alpha, const torch::Tensor& values, int64_t beams) {
+  return expected_value(best_kernel_isa(), alpha, values, beams);
 }
 
-torch::Tensor expected_value(KernelIsa isa, const torch::Tensor& alpha, const torch::Tensor& values) {
+torch::Tensor expected_value(
+    KernelIsa isa, const torch::Tensor& alpha, const torch::Tensor& values, int64_t beams) {
+  TORCH_CHECK(
+      beams >= 1 && alpha.size(0) == values.size(0) * beams, "expected_value: alpha ", alpha.sizes(),
+      " is not ", beams, " rows per image of values ", values.sizes());
   if (isa == KernelIsa::none || !takes_cpu_kernels(values, /*doubles_too=*/true) ||
       alpha.scalar_type() != values.scalar_type()) {
-    return torch::matmul(alpha.unsqueeze(-2), values).squeeze(-2);  // [B, N, Dv]
+    const auto per_row = beams > 1 ? values.repeat_interleave(beams, 0) : values;
+    return torch::matmul(alpha.unsqueeze(-2), per_row).squeeze(-2);  // [B, N, Dv]
   }
-  return ExpectedValue::apply(isa, alpha, values);
+  TORCH_CHECK(
+      beams == 1 || !torch::autograd::compute_requires_grad(alpha, values),
+      "expected_value: no gradient through values shared by beams");
+  return ExpectedValue::apply(isa, alpha, values, beams);
 }
 
 }  // namespace saccade

@@ -84,11 +84,15 @@ void validate(const AttentionOptions& options) {
 }
 
 AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
-  const auto rows = [&](const torch::Tensor& x) { return x.defined() ? x.index_select(0, index) : x; };
-  return {rows(keys), rows(values), rows(mask), nullptr, rows(previous_alpha)};
+  const auto rows = [](const torch::Tensor& x, const torch::Tensor& at) {
+    return x.defined() ? x.index_select(0, at) : x;
+  };
+  const auto images = beams > 1 ? index.div(beams, "floor") : index;
+  return {rows(keys, images), rows(values, images), rows(mask, index), nullptr, rows(previous_alpha, index)};
 }
 
 AttentionMemory AttentionMemory::head(int64_t n) const {
+  TORCH_CHECK(beams == 1, "AttentionMemory::head: the rows of beams are not a length-sorted batch");
   const auto prefix = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, 0, n) : x; };
   return {prefix(keys), prefix(values), prefix(mask), shared_keys, prefix(previous_alpha)};
 }
@@ -151,6 +155,12 @@ torch::Tensor AttentionImpl::combine(const torch::Tensor& glimpses) {
   return glimpses.squeeze(1);  // [B, D]
 }
 
+AttentionMemory AttentionImpl::for_beams(const AttentionMemory& memory, int64_t beams) {
+  TORCH_CHECK(memory.beams == 1, "for_beams: the memory already holds beams");
+  const auto rows = torch::arange(memory.size(), memory.keys.options().dtype(torch::kLong));
+  return memory.index_select(rows.repeat_interleave(beams));
+}
+
 AttentionStep AttentionImpl::attend(
     const AttentionMemory& memory, const torch::Tensor& q, const ContextReader& reader) {
   auto e = scores(memory, q);  // [B, N, L]
@@ -158,9 +168,9 @@ AttentionStep AttentionImpl::attend(
     e = e.masked_fill(
         memory.mask.logical_not().unsqueeze(1), -std::numeric_limits<double>::infinity());  // [B, N, L]
   }
-  const auto alpha = torch::softmax(e, -1);                              // [B, N, L]  eq. 5
-  const auto weights = reader.weights(alpha);                            // [B, N, L]
-  const auto context = combine(expected_value(weights, memory.values));  // [B, D]  eq. 13
+  const auto alpha = torch::softmax(e, -1);                                            // [B, N, L]  eq. 5
+  const auto weights = reader.weights(alpha);                                          // [B, N, L]
+  const auto context = combine(expected_value(weights, memory.values, memory.beams));  // [B, D]  eq. 13
   const auto unheaded = [&](const torch::Tensor& x) { return keeps_heads() ? x : x.squeeze(1); };
   return {context, unheaded(alpha), unheaded(weights)};
 }
@@ -184,7 +194,24 @@ torch::Tensor AdditiveAttentionImpl::memory_keys(
 
 torch::Tensor AdditiveAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
   const auto keys = memory.shared_keys ? *memory.shared_keys : TimeSharedTensor(memory.keys);
-  return additive_scores(keys, q, score->weight.squeeze(0)).unsqueeze(1);  // [B, 1, L]
+  return additive_scores(keys, q, score->weight.squeeze(0), memory.beams).unsqueeze(1);  // [B, 1, L]
+}
+
+AttentionMemory AdditiveAttentionImpl::for_beams(const AttentionMemory& memory, int64_t beams) {
+  // The scores and the read take shared keys and values where the CPU kernels run them; elsewhere
+  // the plain ops would copy them per beam at every step, so they are copied once here.
+  const bool kernels = best_kernel_isa() != KernelIsa::none && takes_cpu_kernels(memory.keys) &&
+                       takes_cpu_kernels(memory.values) && memory.beams == 1;
+  if (!kernels) return AttentionImpl::for_beams(memory, beams);
+  const auto per_beam = [&](const torch::Tensor& x) {
+    return x.defined() ? x.repeat_interleave(beams, 0) : x;
+  };
+  AttentionMemory shared = memory;
+  shared.mask = per_beam(memory.mask);
+  shared.previous_alpha = per_beam(memory.previous_alpha);
+  shared.beams = beams;
+  if (!shared.shared_keys) shared.shared_keys = std::make_shared<TimeSharedTensor>(memory.keys);
+  return shared;
 }
 
 DotAttentionImpl::DotAttentionImpl(const AttentionOptions& options)

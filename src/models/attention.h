@@ -107,12 +107,16 @@ struct AttentionMemory {
   // The previous step's alpha [B, L] (or [B, N, L]); undefined before the first step. The decoder
   // sets it after each step; local attention with a monotonic centre reads it.
   torch::Tensor previous_alpha;
+  // Rows per image: 1, or R beams whose rows b R .. b R + R - 1 all read image b's keys and
+  // values, kept once (AttentionImpl::for_beams); mask and previous_alpha have a row per beam.
+  int64_t beams = 1;
 
-  // Number of images (the batch dimension of every member).
-  int64_t size() const { return keys.size(0); }
-  // Rows `index` [B'] of every member, in that order: reorders or expands images (beams).
+  // Number of rows: images times beams.
+  int64_t size() const { return keys.size(0) * beams; }
+  // Rows `index` [B'] of every member, in that order, one image's copy per row (beams = 1).
   AttentionMemory index_select(const torch::Tensor& index) const;
-  // The first n rows of every member, as views (the active prefix of a length-sorted batch).
+  // The first n rows of every member, as views (the active prefix of a length-sorted batch);
+  // beams = 1 only.
   AttentionMemory head(int64_t n) const;
 };
 
@@ -198,6 +202,11 @@ class AttentionImpl : public torch::nn::Module {
   // Maps the per-head glimpses [B, N, Dv] to the context [B, D] (identity for one head).
   virtual torch::Tensor combine(const torch::Tensor& glimpses);
 
+  // `memory` for beam search: each image's rows repeated `beams` times, b K .. b K + K - 1. This
+  // copies the keys and values per beam; kinds whose scores read them shared (additive, local)
+  // keep one copy per image where the CPU kernels run (AttentionMemory::beams).
+  virtual AttentionMemory for_beams(const AttentionMemory& memory, int64_t beams);
+
   // One step from a projected query q [B, Q]: mask, softmax over L, read, combine.
   AttentionStep attend(
       const AttentionMemory& memory,
@@ -247,6 +256,7 @@ class AdditiveAttentionImpl : public AttentionImpl {
   explicit AdditiveAttentionImpl(const AttentionOptions& options);
   torch::Tensor query_weight() const override { return query->weight; }
   torch::Tensor scores(const AttentionMemory& memory, const torch::Tensor& q) override;
+  AttentionMemory for_beams(const AttentionMemory& memory, int64_t beams) override;
 
   torch::nn::Linear key{nullptr}, query{nullptr}, score{nullptr};
 

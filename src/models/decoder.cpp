@@ -209,6 +209,15 @@ std::vector<int64_t> checked_lengths(
   return length;
 }
 
+DecoderState CaptionDecoderImpl::for_beams(const DecoderState& state, int64_t beams) {
+  // Any member with a row per image tells how many there are: h (LSTM), the grid's keys (Transformer).
+  const torch::Tensor& per_image = state.h.defined()         ? state.h
+                                   : state.grid_keys.empty() ? state.memory.keys
+                                                             : state.grid_keys.front();
+  const auto rows = torch::arange(per_image.size(0), per_image.options().dtype(torch::kLong));
+  return state.index_select(rows.repeat_interleave(beams));
+}
+
 CaptionDecoder build_decoder(const DecoderOptions& options) {
   validate(options);
   std::shared_ptr<CaptionDecoderImpl> decoder;
@@ -351,6 +360,14 @@ DecoderState AttentionLSTMDecoderImpl::init_state(
   state.c = torch::tanh(init_c(mean));  // c_0 [B, H]
   state.memory = std::move(memory);
   return state;
+}
+
+DecoderState AttentionLSTMDecoderImpl::for_beams(const DecoderState& state, int64_t beams) {
+  const auto rows =
+      torch::arange(state.h.size(0), state.h.options().dtype(torch::kLong)).repeat_interleave(beams);
+  DecoderState expanded = state.reorder_beams(rows);  // h, c
+  expanded.memory = attention->for_beams(state.memory, beams);
+  return expanded;
 }
 
 namespace {

@@ -11,10 +11,10 @@
 //   DecoderOutput out = decoder->forward(annotations, tokens, lengths);
 //   // out.logits [B, T, V] scores the word after each input token.
 //
-//   // Decoding: one call per word; the state reorders/expands for beams.
-//   DecoderState state = decoder->init_state(annotations);
-//   DecoderStep step = decoder->step(state, start_tokens);   // [B] -> logits [B, V]
-//   state = step.state.index_select(beam_origin);
+//   // Decoding: one call per word; the state expands for beams, then reorders within images.
+//   DecoderState state = decoder->for_beams(decoder->init_state(annotations), K);   // [B K] rows
+//   DecoderStep step = decoder->step(state, start_tokens);   // [B K] -> logits [B K, V]
+//   state = step.state.reorder_beams(beam_origin);
 //
 // Shape legend: B batch, T steps, L = H*W locations, D annotation dim, E embedding dim,
 // H LSTM hidden dim, V vocabulary, N attention heads (multihead only), G gate width (1 or D).
@@ -218,6 +218,11 @@ class CaptionDecoderImpl : public torch::nn::Module {
   // The state before the first word for annotations [B, L, D] (mask as in forward).
   virtual DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) = 0;
 
+  // `state` [B rows] for beam search: each image's row repeated `beams` times, rows b K ..
+  // b K + K - 1. By default every member is copied per beam; a decoder may keep what comes from
+  // the grid once per image (the LSTM's attention memory: AttentionImpl::for_beams).
+  virtual DecoderState for_beams(const DecoderState& state, int64_t beams);
+
   // One step from `state` given the previous words [B] (int64; <start> first). The same model as
   // forward: feeding forward's tokens one by one reproduces its logits and alphas. `read` and
   // `locations` concern hard attention (AttentionLSTMDecoderImpl::step); other decoders ignore them.
@@ -263,6 +268,8 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
 
   // h_0, c_0 and the attention keys for annotations [B, L, D] (mask as in forward).
   DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
+  // h and c per beam; the attention memory as the attention kind keeps it for beams.
+  DecoderState for_beams(const DecoderState& state, int64_t beams) override;
 
   // See CaptionDecoderImpl. `read` applies to hard attention outside training (in training,
   // locations are sampled from alpha); given `locations` (int64 [B] with one head, [B, N] with

@@ -119,6 +119,34 @@ TEST_P(AttentionKernelsTest, ExpectedValueMatchesBatchedProductWithGradients) {
   }
 }
 
+// Beams: R query rows per image read that image's keys and values, once for all of them; the same
+// as each row reading its own copy, by every kernel and by the plain ops. One image (its columns
+// and locations split over the threads) and three.
+TEST_P(AttentionKernelsTest, BeamsReadTheirImagesKeysAndValues) {
+  torch::NoGradGuard no_grad;
+  const int64_t R = 3, L = 7, A = 37, Dv = 1030;  // Dv: two blocks of columns and a tail
+  for (const int64_t images : {1, 3}) {
+    const auto keys = torch::randn({images, L, A}, options());
+    const auto values = torch::randn({images, 2, L, Dv}, options());
+    const auto q = torch::randn({images * R, A}, options());
+    const auto w = torch::randn({A}, options());
+    const auto alpha = torch::softmax(torch::randn({images * R, 2, L}, options()), -1);
+    const auto expected_e =
+        torch::matmul(torch::tanh(keys.repeat_interleave(R, 0) + q.unsqueeze(1)), w);  // [images R, L]
+    const auto expected_z = torch::matmul(alpha.unsqueeze(-2), values.repeat_interleave(R, 0)).squeeze(-2);
+    auto isas = supported_kernel_isas();
+    isas.push_back(KernelIsa::none);
+    for (const KernelIsa isa : isas) {
+      SCOPED_TRACE(std::string(to_string(isa)) + " images " + std::to_string(images));
+      const auto e = additive_scores(isa, TimeSharedTensor(keys), q, w, R);
+      const auto z = expected_value(isa, alpha, values, R);
+      EXPECT_LT((e - expected_e).abs().max().item<double>(), tolerance() * 10);
+      EXPECT_LT((z - expected_z).abs().max().item<double>(), tolerance() * 10);
+    }
+    EXPECT_THROW(expected_value(alpha, values, 2), c10::Error);  // 9 rows are not 2 per image of 3
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     CPU, AttentionKernelsTest, ::testing::Values(torch::kFloat, torch::kDouble), [](const auto& info) {
       return std::string(info.param == torch::kFloat ? "Float" : "Double");

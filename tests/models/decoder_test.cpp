@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "finite_difference.h"
+#include "kernels/kernel_isa.h"
 #include "test_util.h"
 
 namespace saccade {
@@ -302,6 +303,39 @@ TEST_F(DecoderTest, StateExpandsForBeams) {
   const auto expanded = decoder->step(state.index_select(beams), prev.index_select(0, beams));
   EXPECT_LT(max_diff(expanded.logits, reference.logits.index_select(0, beams)), 1e-6);
   EXPECT_EQ(expanded.state.memory.size(), 4);
+}
+
+// for_beams keeps one copy of an image's keys and values for its beams where the kinds' kernels
+// read them shared (additive, local), copies them elsewhere (multihead); either way two steps,
+// with a reordering of the beams between them, give the logits of a state expanded row by row.
+TEST_F(DecoderTest, ForBeamsSharesTheGridWhereTheKernelsReadIt) {
+  torch::NoGradGuard no_grad;
+  for (const std::string kind : {"additive", "local", "multihead"}) {
+    auto options = small_options(kind);
+    options.grid = {3, 3};
+    options.attention_window = 1;
+    AttentionLSTMDecoder decoder(options);
+    decoder->eval();
+    const auto batch = small_batch(torch::kFloat, 9);  // 3 images of 3 x 3 cells
+    const auto state = decoder->init_state(batch.annotations);
+    const auto beams = decoder->for_beams(state, 2);
+    const bool shared = kind != "multihead" && best_kernel_isa() != KernelIsa::none;
+    EXPECT_EQ(beams.memory.beams, shared ? 2 : 1) << kind;
+    EXPECT_EQ(beams.memory.keys.size(0), shared ? 3 : 6) << kind;
+    EXPECT_EQ(beams.memory.size(), 6) << kind;
+    auto copied = state.index_select(torch::tensor({0, 0, 1, 1, 2, 2}, torch::kLong));
+    auto beamed = beams;
+    const auto words = torch::tensor({1, 4, 5, 6, 7, 8}, torch::kLong);
+    const auto reorder = torch::tensor({1, 1, 2, 3, 5, 4}, torch::kLong);  // within each image
+    for (int step = 0; step < 2; ++step) {
+      const auto expected = decoder->step(copied, words);
+      const auto actual = decoder->step(beamed, words);
+      EXPECT_LT(max_diff(actual.logits, expected.logits), 1e-5) << kind << " step " << step;
+      EXPECT_LT(max_diff(actual.alpha, expected.alpha), 1e-6) << kind << " step " << step;
+      copied = expected.state.reorder_beams(reorder);
+      beamed = actual.state.reorder_beams(reorder);
+    }
+  }
 }
 
 TEST_F(DecoderTest, EdgeBatches) {
