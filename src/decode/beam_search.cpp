@@ -1,7 +1,9 @@
 // Beam search batched over images x beams (see search.h).
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -155,32 +157,88 @@ std::vector<DecodedCaption> best_captions(
   return captions;
 }
 
-// The K best extensions of each image [B, K] (scores, and indices into its K*V extensions) from
-// extensions [B*K, V] (each slot's score plus each word's log-probability). With beam_groups G > 1
-// (diverse beam search), group g of K/G slots picks its K/G among its own slots' extensions, a
-// word penalized by diversity_penalty for each earlier group's slot that picked it this step;
-// the scores returned are the plain ones.
+// The K best of each image's K*V extensions, scores [B, K] plus log_probs [B*K, V], in one pass
+// over the log-probabilities without writing the sums: [B, K] scores and indices into the image's
+// extensions, best first. false (nothing written) when a sum is NaN or two sums tie among the K
+// best or at the K-th: topk orders those its own way, and the searches' results keep its order.
+bool top_extensions_on_cpu(
+    const torch::Tensor& scores, const torch::Tensor& log_probs, torch::Tensor& top, torch::Tensor& index) {
+  const int64_t batch = scores.size(0), beam = scores.size(1), vocab = log_probs.size(1);
+  const auto slot = scores.contiguous(), words = log_probs.contiguous();
+  auto best = torch::empty({batch, beam}, scores.options());
+  auto best_index = torch::empty({batch, beam}, scores.options().dtype(torch::kLong));
+  std::atomic<bool> unordered{false};
+  at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      float* value = best.data_ptr<float>() + b * beam;
+      int64_t* at = best_index.data_ptr<int64_t>() + b * beam;
+      int64_t kept = 0;
+      float best_left_out = -std::numeric_limits<float>::infinity();
+      bool left_out = false;
+      const auto leave_out = [&](float sum) {
+        best_left_out = left_out ? std::max(best_left_out, sum) : sum;
+        left_out = true;
+      };
+      for (int64_t k = 0; k < beam; ++k) {
+        const float score = slot.data_ptr<float>()[b * beam + k];
+        const float* row = words.data_ptr<float>() + (b * beam + k) * vocab;
+        for (int64_t v = 0; v < vocab; ++v) {
+          const float sum = score + row[v];
+          if (sum != sum) unordered = true;
+          if (kept == beam && !(sum > value[beam - 1])) {
+            leave_out(sum);
+            continue;
+          }
+          if (kept == beam) leave_out(value[beam - 1]);
+          int64_t position = std::min(kept, beam - 1);
+          while (position > 0 && value[position - 1] < sum) {
+            value[position] = value[position - 1];
+            at[position] = at[position - 1];
+            --position;
+          }
+          value[position] = sum;
+          at[position] = k * vocab + v;
+          kept = std::min(kept + 1, beam);
+        }
+      }
+      bool tie = left_out && best_left_out == value[beam - 1];
+      for (int64_t i = 0; i + 1 < beam; ++i) tie = tie || value[i] == value[i + 1];
+      if (tie) unordered = true;
+    }
+  });
+  if (unordered) return false;
+  top = best;
+  index = best_index;
+  return true;
+}
+
+}  // namespace
+
 std::tuple<torch::Tensor, torch::Tensor> best_extensions(
-    const torch::Tensor& extensions, int64_t batch, const SearchOptions& options) {
-  const int64_t beam = options.beam_size, vocab = extensions.size(1), groups = options.beam_groups;
+    const torch::Tensor& scores, const torch::Tensor& log_probs, const SearchOptions& options) {
+  const int64_t batch = scores.size(0), beam = options.beam_size, vocab = log_probs.size(1);
+  const int64_t groups = options.beam_groups;
+  torch::Tensor top, index;
+  if (groups == 1 && scores.device().is_cpu() && log_probs.scalar_type() == torch::kFloat &&
+      scores.scalar_type() == torch::kFloat && top_extensions_on_cpu(scores, log_probs, top, index))
+    return {top, index};
+  const auto extensions = scores.reshape({batch * beam, 1}) + log_probs;  // [B*K, V]
   if (groups == 1) return extensions.reshape({batch, beam * vocab}).topk(beam, 1);
   const int64_t size = beam / groups;
   const auto per_image = extensions.reshape({batch, beam, vocab});   // [B, K, V]
   auto picked = torch::zeros({batch, vocab}, extensions.options());  // [B, V] earlier groups' picks
-  std::vector<torch::Tensor> scores, indices;
+  std::vector<torch::Tensor> group_scores, group_indices;
   for (int64_t g = 0; g < groups; ++g) {
     const auto group = per_image.narrow(1, g * size, size).reshape({batch, size * vocab});  // [B, K/G*V]
     const auto penalty = (options.diversity_penalty * picked).repeat({1, size});            // [B, K/G*V]
-    auto [augmented, index] = (group - penalty).topk(size, 1);                              // [B, K/G]
-    scores.push_back(group.gather(1, index));
-    indices.push_back(index + g * size * vocab);
+    auto [augmented, picks] = (group - penalty).topk(size, 1);                              // [B, K/G]
+    group_scores.push_back(group.gather(1, picks));
+    group_indices.push_back(picks + g * size * vocab);
     // Dead slots (score -inf) pick nothing.
-    picked.scatter_add_(1, index.remainder(vocab), augmented.isfinite().to(picked.scalar_type()));
+    picked.scatter_add_(1, picks.remainder(vocab), augmented.isfinite().to(picked.scalar_type()));
   }
-  return {torch::cat(scores, 1), torch::cat(indices, 1)};
+  return {torch::cat(group_scores, 1), torch::cat(group_indices, 1)};
 }
-
-}  // namespace
 
 std::vector<DecodedCaption> beam_search(
     CaptionDecoderImpl& decoder, const torch::Tensor& annotations, const SearchOptions& options) {
@@ -211,10 +269,9 @@ std::vector<DecodedCaption> beam_search(
     forbid_words(log_probs, t, options);
     history.forbid(log_probs);
     keep_an_exit(log_probs, options);
-    auto [top_scores, top_index] =
-        best_extensions(scores.reshape({batch * beam, 1}) + log_probs, batch, options);  // [B, K], [B, K]
-    const auto words = top_index.remainder(vocab);                                       // [B, K]
-    const auto parents = top_index.div(vocab, "floor");                                  // [B, K]
+    auto [top_scores, top_index] = best_extensions(scores, log_probs, options);  // [B, K], [B, K]
+    const auto words = top_index.remainder(vocab);                               // [B, K]
+    const auto parents = top_index.div(vocab, "floor");                          // [B, K]
     const auto word_log_probs = log_probs.reshape({batch, beam * vocab}).gather(1, top_index);  // [B, K]
     auto alpha_sizes = step.alpha.sizes().vec();
     alpha_sizes.insert(alpha_sizes.begin(), batch);

@@ -4,6 +4,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -203,6 +204,18 @@ void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& opti
 }
 
 void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options) {
+  if (log_probs.device().is_cpu() && log_probs.scalar_type() == torch::kFloat && log_probs.is_contiguous()) {
+    // A row is stuck only when every word is forbidden; the scan stops at its first allowed word,
+    // among the first few of any real vocabulary.
+    const int64_t rows = log_probs.size(0), vocab = log_probs.size(1);
+    float* data = log_probs.data_ptr<float>();
+    for (int64_t row = 0; row < rows; ++row) {
+      const float* begin = data + row * vocab;
+      if (std::all_of(begin, begin + vocab, [](float value) { return value == kNegInf; }))
+        data[row * vocab + options.end_id] = 0.0f;
+    }
+    return;
+  }
   const auto stuck = (log_probs == kNegInf).all(1);  // [rows]
   if (stuck.any().item<bool>()) log_probs.select(1, options.end_id).masked_fill_(stuck, 0.0f);
 }

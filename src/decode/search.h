@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "data/vocabulary.h"
@@ -126,6 +127,16 @@ void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& opti
 // Re-allows <end> in the rows [rows, V] where every word is forbidden (a tiny vocabulary under
 // trigram blocking and a minimum length): a caption may always stop.
 void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options);
+
+// Beam search's choice at one step: the K best extensions of each image [B, K] (their scores, and
+// indices into the image's K*V extensions, best first), each slot's score [B, K] plus each word's
+// log-probability [B*K, V]. With beam_groups G > 1 (diverse beam search), group g of K/G slots
+// picks its K/G among its own slots' extensions, a word penalized by diversity_penalty for each
+// earlier group's slot that picked it this step; the scores returned are the plain ones. On the
+// CPU one pass over the log-probabilities finds them; it gives topk's answer, and hands ties and
+// NaN to topk, whose order among equal sums the searches keep.
+std::tuple<torch::Tensor, torch::Tensor> best_extensions(
+    const torch::Tensor& scores, const torch::Tensor& log_probs, const SearchOptions& options);
 
 struct DecodedCaption {
   std::vector<int64_t> tokens;  // the words' ids, without <start> and <end>

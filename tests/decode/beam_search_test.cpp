@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -191,6 +192,36 @@ TEST_F(BeamSearchTest, NBestListsTheFinishedCaptionsBestFirst) {
   EXPECT_EQ(
       testing::message_of<std::invalid_argument>([&] { make_caption_search(options); }),
       "decode.n_best must be in [1, 1] (one caption per image with decode.method=sample), got 2");
+}
+
+// best_extensions against topk of the sums: random log-probabilities (B=3 images, K=5, V=37)
+// with dead slots (-inf) and forbidden words, one image and several; ties and NaN, which it hands
+// to topk, give topk's own answer.
+TEST_F(BeamSearchTest, BestExtensionsAreTopkOfTheSums) {
+  const int64_t K = 5, V = 37;
+  for (const int64_t images : {1, 3}) {
+    auto scores = torch::randn({images, K});
+    scores.select(1, 3).fill_(-std::numeric_limits<float>::infinity());  // a dead slot
+    auto log_probs = torch::log_softmax(torch::randn({images * K, V}), 1);
+    log_probs.select(1, 0).fill_(-std::numeric_limits<float>::infinity());  // a forbidden word
+    const auto check = [&](const char* what) {
+      const auto [expected_scores, expected_index] =
+          (scores.reshape({images * K, 1}) + log_probs).reshape({images, K * V}).topk(K, 1);
+      const auto [actual_scores, actual_index] = best_extensions(scores, log_probs, beam(K));
+      const auto same =
+          (actual_scores == expected_scores) | (actual_scores.isnan() & expected_scores.isnan());
+      EXPECT_TRUE(same.all().item<bool>()) << what << ", " << images << " images";
+      EXPECT_TRUE(torch::equal(actual_index, expected_index)) << what << ", " << images << " images";
+    };
+    check("distinct sums");
+    log_probs[0][7] = log_probs[0][5].item<float>();  // a tie among the best of slot 0
+    log_probs[0][9] = log_probs[0][5].item<float>();
+    scores[0][1] = scores[0][0].item<float>();
+    log_probs.narrow(0, 0, 2).copy_(log_probs[0].unsqueeze(0).expand({2, V}).clone());  // slot 1 = slot 0
+    check("ties");
+    log_probs[K - 1][3] = std::numeric_limits<float>::quiet_NaN();
+    check("NaN");
+  }
 }
 
 class RandomDecoderTest : public ::testing::Test {
