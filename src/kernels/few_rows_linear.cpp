@@ -214,11 +214,19 @@ bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, 
 }
 
 Bf16Product best_bf16_product() {
-  return has_avx512_bf16() ? Bf16Product::dot : Bf16Product::widen;
+  return has_amx_bf16() ? Bf16Product::amx : has_avx512_bf16() ? Bf16Product::dot : Bf16Product::widen;
 }
 
 const char* to_string(Bf16Product product) {
-  return product == Bf16Product::dot ? "AVX-512 BF16 dot products" : "widened to float32";
+  switch (product) {
+    case Bf16Product::amx:
+      return "AMX BF16 tiles, and AVX-512 BF16 dot products for a few rows";
+    case Bf16Product::dot:
+      return "AVX-512 BF16 dot products";
+    case Bf16Product::widen:
+      break;
+  }
+  return "widened to float32";
 }
 
 torch::Tensor few_rows_linear(
@@ -233,8 +241,8 @@ torch::Tensor few_rows_linear(
     const torch::Tensor& bias,
     Bf16Product bf16_product) {
   if (isa == KernelIsa::none || !takes_fast_path(x, weight, bias)) return plain_linear(x, weight, bias);
-  const bool dot = bf16_product == Bf16Product::dot && weight.scalar_type() == torch::kBFloat16;
-  if (dot && (isa != KernelIsa::avx512 || best_bf16_product() != Bf16Product::dot))
+  const bool dot = bf16_product != Bf16Product::widen && weight.scalar_type() == torch::kBFloat16;
+  if (dot && (isa != KernelIsa::avx512 || !has_avx512_bf16()))
     throw std::logic_error("few_rows_linear: this CPU has no AVX-512 BF16 dot products");
 #if defined(__x86_64__)
   RECORD_FUNCTION("saccade::few_rows_linear", std::vector<c10::IValue>({x, weight}));  // named in profiles

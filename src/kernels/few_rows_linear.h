@@ -37,9 +37,12 @@ bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, 
 // How bf16 weights meet float32 x. widen: each weight widened exactly to float32 as it loads
 // (every CPU with the kernels). dot: x rounded to bf16 (to nearest even) and multiplied with the
 // weights by AVX-512 BF16's VDPBF16PS, two products per float32 lane and instruction, half the
-// instructions per weight; x's rounding (relative 2^-9 at most) is the price.
-enum class Bf16Product { widen, dot };
-// dot on CPUs with AVX-512 BF16, else widen.
+// instructions per weight; x's rounding (relative 2^-9 at most) is the price. amx: x rounded
+// the same way, and the packed products (packed_linear.h) multiply 16 x 32 tiles of it by AMX's
+// TDPBF16PS, 8192 products per instruction; products of a few rows, bound by streaming W, take
+// the dot products.
+enum class Bf16Product { widen, dot, amx };
+// amx where has_amx_bf16(), dot on other CPUs with AVX-512 BF16, else widen.
 Bf16Product best_bf16_product();
 const char* to_string(Bf16Product product);  // as the benches print it
 
@@ -47,7 +50,8 @@ torch::Tensor few_rows_linear(
     const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
 // The same with a chosen kernel (tests run each one the CPU supports); `isa` must be supported,
-// and Bf16Product::dot only given where best_bf16_product() is dot (else std::logic_error).
+// and Bf16Product::dot (or amx, which is dot here) only given where has_avx512_bf16() (else
+// std::logic_error).
 torch::Tensor few_rows_linear(
     KernelIsa isa,
     const torch::Tensor& x,

@@ -3,6 +3,11 @@
 
 #include "device/torch_compat.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace saccade {
 
 KernelIsa best_kernel_isa() {
@@ -20,6 +25,21 @@ KernelIsa best_kernel_isa() {
 bool has_avx512_bf16() {
 #if defined(__x86_64__)
   static const bool has = best_kernel_isa() == KernelIsa::avx512 && __builtin_cpu_supports("avx512bf16");
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool has_amx_bf16() {
+#if defined(__x86_64__) && defined(__linux__)
+  static const bool has = [] {
+    if (!has_avx512_bf16() || !__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16"))
+      return false;
+    constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+    constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+  }();
   return has;
 #else
   return false;

@@ -20,6 +20,11 @@ KernelIsa best_kernel_isa();
 // (models/conv_batchnorm.h) run there at full speed.
 bool has_avx512_bf16();
 
+// Whether this CPU has AMX with bf16 tiles (TDPBF16PS) besides AVX-512 BF16, and the kernel lets
+// this process use the tiles (Linux asks each process to request them, ARCH_REQ_XCOMP_PERM; the
+// request is made once, here): the packed products' bf16 panels multiply there (packed_linear.h).
+bool has_amx_bf16();
+
 // Every kernel this CPU runs, best last: {avx2, avx512}, {avx2} or {} (the tests run each).
 std::vector<KernelIsa> supported_kernel_isas();
 

@@ -202,18 +202,18 @@ PanelKernel<Weight, X> panel_kernel_for(KernelIsa isa, int64_t rows) {
 
 #endif
 
-// W [N, K] float32 (any strides) into panels [ceil(N / 32), ceil(K / PerStep), 32, PerStep]:
-// panels[p][s][c][i] = W[32 p + c][PerStep s + i], zero past N and K; as float, or as bf16 bits
+// W [N, K] float32 (any strides) into panels [ceil(N / 32), steps, 32, PerStep] (steps >=
+// K / PerStep): panels[p][s][c][i] = W[32 p + c][PerStep s + i], zero past N and K; as float, or as bf16 bits
 // rounded to nearest even (uint16_t), as LibTorch rounds. One pass over W, in the order its
 // memory runs: along k when its rows are contiguous, along n when it is a transposed view (the
 // backward pass's weights), so neither layout costs a transposing copy.
 template <int64_t PerStep, typename T>
-void pack_panels(const torch::Tensor& weight, T* panels) {
+void pack_panels(const torch::Tensor& weight, int64_t steps, T* panels) {
   const float* w = weight.data_ptr<float>();
   const int64_t N = weight.size(0), K = weight.size(1), row_stride = weight.stride(0),
                 column_stride = weight.stride(1);
   constexpr int64_t per_step = PerStep;
-  const int64_t steps = (K + per_step - 1) / per_step, panel_size = steps * kPanelWidth * per_step;
+  const int64_t panel_size = steps * kPanelWidth * per_step;
   const auto convert = [](float value) -> T {
     if constexpr (std::is_same_v<T, float>) {
       return value;
@@ -245,6 +245,85 @@ void pack_panels(const torch::Tensor& weight, T* panels) {
   });
 }
 
+#if defined(__x86_64__)
+
+// AMX: x's rows in bf16 as 16-row A tiles of 32 values of k (16 pairs), a panel's two halves of
+// 16 columns as B tiles of 16 pairs (the dot-product panels are laid out so already: a pair step
+// holds 32 columns' pairs, 128 bytes), four float32 C tiles for a block of 32 rows by 32 columns.
+constexpr int64_t kTileRows = 16, kPairsPerTile = 16;
+
+// Palette 1, every tile 16 rows of 64 bytes: tiles 0-3 C, 4-5 A, 6-7 B.
+struct TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// GCC 12's AMX intrinsics tell the compiler of no memory they read or write beyond 8 bytes of
+// ldtilecfg's configuration (none for the tile loads and stores): without a compiler barrier it
+// drops the configuration's stores, and could read the sums before the tiles are stored.
+inline void memory_barrier() {
+  asm volatile("" ::: "memory");
+}
+
+__attribute__((target("amx-tile,amx-bf16"))) void configure_tiles() {
+  TileConfig config;
+  for (int tile = 0; tile < 8; ++tile) {
+    config.bytes_per_row[tile] = 64;
+    config.rows[tile] = kTileRows;
+  }
+  memory_barrier();
+  _tile_loadconfig(&config);
+}
+
+__attribute__((target("amx-tile"))) void release_tiles() {
+  _tile_release();
+}
+
+// A block of up to 32 rows of x times one panel, every pair step: sums [32][32] into `sums`.
+struct TileProduct {
+  const uint16_t* x;  // the block's first row, bf16, rows x_stride values apart (padded to 16 rows)
+  int64_t x_stride;
+  const uint16_t* panel;  // [pairs][32][2]
+  int64_t pairs;          // a multiple of kPairsPerTile
+  bool second_half;       // rows 16-31 too
+  float* sums;            // [32][32]
+};
+
+__attribute__((target("amx-tile,amx-bf16"))) void multiply_tile_block(const TileProduct& p) {
+  const int64_t x_bytes = p.x_stride * 2, panel_bytes = 2 * kPanelWidth * 2;
+  memory_barrier();
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t pair = 0; pair < p.pairs; pair += kPairsPerTile) {
+    const uint16_t* w = p.panel + pair * 2 * kPanelWidth;
+    _tile_loadd(4, p.x + 2 * pair, x_bytes);
+    _tile_loadd(6, w, panel_bytes);
+    _tile_loadd(7, w + kPanelWidth, panel_bytes);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if (p.second_half) {
+      _tile_loadd(5, p.x + kTileRows * p.x_stride + 2 * pair, x_bytes);
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  constexpr int64_t sums_bytes = kPanelWidth * 4;
+  _tile_stored(0, p.sums, sums_bytes);
+  _tile_stored(1, p.sums + kTileRows, sums_bytes);
+  if (p.second_half) {
+    _tile_stored(2, p.sums + kTileRows * kPanelWidth, sums_bytes);
+    _tile_stored(3, p.sums + kTileRows * kPanelWidth + kTileRows, sums_bytes);
+  }
+  memory_barrier();
+}
+
+#endif
+
 }  // namespace
 
 PackedWeight::PackedWeight(
@@ -255,22 +334,30 @@ PackedWeight::PackedWeight(
         "PackedWeight expects a float32 CPU weight [N, K] and bias [N], got " + c10::str(weight.sizes()) +
         (bias.defined() ? " and " + c10::str(bias.sizes()) : ""));
   }
-  dot_products_ = storage == WeightStorage::bf16 && bf16_product == Bf16Product::dot;
+  dot_products_ = storage == WeightStorage::bf16 && bf16_product != Bf16Product::widen;
+  tiles_ = storage == WeightStorage::bf16 && bf16_product == Bf16Product::amx;
   if (dot_products_ && !has_avx512_bf16())
     throw std::logic_error("PackedWeight: this CPU has no AVX-512 BF16 dot products");
+  if (tiles_ && !has_amx_bf16())
+    throw std::logic_error("PackedWeight: this CPU (or its OS) has no AMX BF16 tiles");
   out_features_ = weight.size(0);
   in_features_ = weight.size(1);
   const int64_t panels = (out_features_ + kPanelWidth - 1) / kPanelWidth;
-  // Dot products take k in pairs: K is padded to even, and each column's pair is adjacent.
-  const int64_t per_step = dot_products_ ? 2 : 1, steps = (in_features_ + per_step - 1) / per_step;
+  // Dot products take k in pairs: K is padded to even, and each column's pair is adjacent; tiles
+  // take 16 pairs at a time, so K is padded to a multiple of 32 for them.
+  const int64_t per_step = dot_products_ ? 2 : 1;
+  int64_t steps = (in_features_ + per_step - 1) / per_step;
+#if defined(__x86_64__)
+  if (tiles_) steps = (steps + kPairsPerTile - 1) / kPairsPerTile * kPairsPerTile;
+#endif
   const auto values = weight.detach();
   if (storage == WeightStorage::bf16) {
     panels_ = torch::empty({panels, steps, kPanelWidth, per_step}, weight.options().dtype(torch::kBFloat16));
     auto* bits = reinterpret_cast<uint16_t*>(panels_.data_ptr());
-    dot_products_ ? pack_panels<2>(values, bits) : pack_panels<1>(values, bits);
+    dot_products_ ? pack_panels<2>(values, steps, bits) : pack_panels<1>(values, steps, bits);
   } else {
     panels_ = torch::empty({panels, steps, kPanelWidth, per_step}, weight.options());
-    pack_panels<1>(values, panels_.data_ptr<float>());
+    pack_panels<1>(values, steps, panels_.data_ptr<float>());
   }
   if (bias.defined()) bias_ = bias.detach().contiguous();
 }
@@ -302,7 +389,9 @@ torch::Tensor PackedWeight::linear(KernelIsa isa, const torch::Tensor& x) const 
   RECORD_FUNCTION("saccade::packed_linear", std::vector<c10::IValue>({x}));  // named in profiles
   auto y = torch::empty({x.size(0), out_features_}, x.options());            // [M, N]
   const auto* bf16_panels = reinterpret_cast<const uint16_t*>(panels_.data_ptr());
-  if (dot_products_) {
+  if (tiles_) {
+    multiply_tiles(x.contiguous(), y);
+  } else if (dot_products_) {
     // x rounded to bf16 (to nearest even, as LibTorch rounds), its bits paired by the packing.
     const auto rows = x.to(torch::kBFloat16).contiguous();  // [M, K]
     multiply<uint16_t, uint32_t>(isa, reinterpret_cast<const uint16_t*>(rows.data_ptr()), bf16_panels, y);
@@ -398,6 +487,60 @@ void PackedWeight::multiply(
         multiply_chunk(chunk, packed_x.get(), begin, end);
       });
     }
+  }
+#endif
+}
+
+void PackedWeight::multiply_tiles(const torch::Tensor& x, torch::Tensor& y) const {
+#if defined(__x86_64__)
+  const int64_t M = x.size(0), K = in_features_, N = out_features_;
+  const int64_t panels = panels_.size(0), pairs = panels_.size(1), stride = 2 * pairs;
+  // x rounded to bf16 (to nearest even, as LibTorch rounds), rows padded to whole tiles with zeros
+  // and K to the panels' padded depth.
+  const int64_t rows = (M + kTileRows - 1) / kTileRows * kTileRows;
+  std::unique_ptr<uint16_t[]> x_bits(new uint16_t[rows * stride]);
+  const float* x_data = x.data_ptr<float>();
+  at::parallel_for(0, rows, kTileRows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      uint16_t* row = x_bits.get() + r * stride;
+      const int64_t values = r < M ? K : 0;
+      for (int64_t k = 0; k < values; ++k) row[k] = c10::BFloat16(x_data[r * K + k]).x;
+      std::fill(row + values, row + stride, uint16_t{0});
+    }
+  });
+  const auto* w_data = reinterpret_cast<const uint16_t*>(panels_.data_ptr());
+  const float* b_data = bias_.defined() ? bias_.data_ptr<float>() : nullptr;
+  float* y_data = y.data_ptr<float>();
+  constexpr int64_t kBlock = 2 * kTileRows;
+  const int64_t blocks = (M + kBlock - 1) / kBlock;
+  // Block `block` of rows times panels [begin, end), in a thread whose tiles are configured.
+  const auto multiply_blocks = [&](int64_t block, int64_t begin, int64_t end) {
+    alignas(64) float sums[kBlock * kPanelWidth];
+    const int64_t first = block * kBlock, block_rows = std::min(kBlock, M - first);
+    for (int64_t panel = begin; panel < end; ++panel) {
+      multiply_tile_block(TileProduct{
+          x_bits.get() + first * stride, stride, w_data + panel * pairs * 2 * kPanelWidth, pairs,
+          block_rows > kTileRows, sums});
+      const int64_t column = panel * kPanelWidth, columns = std::min(kPanelWidth, N - column);
+      for (int64_t r = 0; r < block_rows; ++r) {
+        float* out = y_data + (first + r) * N + column;
+        for (int64_t c = 0; c < columns; ++c)
+          out[c] = sums[r * kPanelWidth + c] + (b_data ? b_data[column + c] : 0.0f);
+      }
+    }
+  };
+  if (blocks >= at::get_num_threads()) {
+    at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+      configure_tiles();
+      for (int64_t block = begin; block < end; ++block) multiply_blocks(block, 0, panels);
+      release_tiles();
+    });
+  } else {
+    at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {
+      configure_tiles();
+      for (int64_t block = 0; block < blocks; ++block) multiply_blocks(block, begin, end);
+      release_tiles();
+    });
   }
 #endif
 }

@@ -10,7 +10,9 @@
 // broadcasts kBlockRows values of x per step of k; the AVX2 kernel, with half the registers of
 // half the width, takes the block as 6 rows by 16 columns at a time. Both are one body over
 // vector lanes (vector_lanes.h). On CPUs with AVX-512 BF16, bf16 panels hold pairs of k, and a
-// third kernel multiplies x's pairs with them by VDPBF16PS, half the instructions per weight.
+// third kernel multiplies x's pairs with them by VDPBF16PS, half the instructions per weight; on
+// CPUs with AMX BF16, tiles of x's rows meet the same panels by TDPBF16PS, 16 x 16 x 32 products
+// per instruction.
 // BLAS libraries repack W at every call,
 // which costs as much as the product when x has a few dozen rows; and Debian's OpenBLAS runs its AVX2 kernels
 // on CPUs it does not know or when OPENBLAS_CORETYPE pins them. Sums run in another order than BLAS's, so
@@ -44,8 +46,9 @@ inline constexpr int64_t kBlockRows = 12;
 // A float32 weight [N, K] and bias [N] packed for the kernel, W stored as `storage` says;
 // immutable. bf16 weights meet x as `bf16_product` says (few_rows_linear.h): widened, or, on CPUs
 // with AVX-512 BF16, by VDPBF16PS from x rounded to bf16, with the panels holding each column's
-// values of k and k + 1 side by side (K padded to even). Bf16Product::dot elsewhere is a
-// std::logic_error.
+// values of k and k + 1 side by side (K padded to even), or, on CPUs with AMX BF16, by tiles over
+// the same panels (K padded to a multiple of 32). Bf16Product::dot or amx where the CPU lacks it
+// is a std::logic_error.
 class PackedWeight {
  public:
   PackedWeight(
@@ -67,9 +70,12 @@ class PackedWeight {
   int64_t out_features() const { return out_features_; }
   int64_t in_features() const { return in_features_; }
   WeightStorage storage() const;
-  bool dot_products() const { return dot_products_; }  // bf16 panels of pairs, for VDPBF16PS
+  bool dot_products() const { return dot_products_; }  // bf16 panels of pairs, for VDPBF16PS or tiles
+  bool tiles() const { return tiles_; }                // multiplied by AMX tiles
 
  private:
+  // y = x W^T + b by AMX tiles: x [M, K] float32, rounded to bf16 as it is laid out in tiles.
+  void multiply_tiles(const torch::Tensor& x, torch::Tensor& y) const;
   // y = x W^T + b from x's rows [M, K] (float, or uint16_t: bf16 bits) packed as X (float, or
   // uint32_t: pairs of bf16) and the panels' data (float, or uint16_t: bf16 bits).
   template <typename Weight, typename X, typename XSource>
@@ -81,6 +87,7 @@ class PackedWeight {
   torch::Tensor bias_;  // [N] contiguous, or undefined
   int64_t out_features_ = 0, in_features_ = 0;
   bool dot_products_ = false;
+  bool tiles_ = false;
 };
 
 // The packed copies of the weights one set of products uses, made the first time a product needs

@@ -1,6 +1,6 @@
 // PackedWeight against a double-precision product, for every kernel this CPU runs (AVX-512,
 // AVX2): row counts across blocks and chunks, widths across panels and half panels, depths across
-// passes, weights stored in float32 and bf16 (widened, or by AVX-512 BF16 dot products), strided
+// passes, weights stored in float32 and bf16 (widened, by AVX-512 BF16 dot products or AMX tiles), strided
 // weights, with and without bias; the same
 // bits for any thread count; and PackedWeights' choice of route, reuse of its packs and bf16
 // copies inside a bf16 InferencePrecision.
@@ -48,8 +48,10 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
   // (256), two passes plus one.
   // bf16 storage: the reference multiplies the rounded weights in double (the kernel widens them
   // exactly); the float32 weights' product is ~2e-3 sqrt(K) away from it, far past the tolerance.
-  // bf16 dot products (AVX-512 BF16 only): x rounded to bf16 as well, every product of two bf16
-  // values exact in float32; K odd pads the last pair with zero.
+  // bf16 dot products (AVX-512 BF16 only) and AMX tiles (AMX BF16 only): x rounded to bf16 as
+  // well, every product of two bf16 values exact in float32; K odd pads the last pair with zero,
+  // tiles pad K to a multiple of 32 and rows to whole tiles. M = 13 and 24 take one and two
+  // tiles of rows, 200 several blocks of 32.
   struct Storage {
     WeightStorage storage;
     Bf16Product product;
@@ -60,8 +62,10 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
         {WeightStorage::fp32, Bf16Product::widen, ""}, {WeightStorage::bf16, Bf16Product::widen, " bf16"}};
     if (isa == KernelIsa::avx512 && has_avx512_bf16())
       storages.push_back({WeightStorage::bf16, Bf16Product::dot, " bf16 dot"});
+    if (isa == KernelIsa::avx512 && has_amx_bf16())
+      storages.push_back({WeightStorage::bf16, Bf16Product::amx, " bf16 AMX"});
     for (const auto& [storage, product, storage_name] : storages) {
-      const bool dot = product == Bf16Product::dot;
+      const bool dot = product != Bf16Product::widen;
       for (const int64_t M : {3, 13, 24, 31, 200}) {
         for (const int64_t N : {1, 9, 17, 31, 33, 100}) {
           for (const int64_t K : {1, 7, 300, 513}) {
@@ -75,6 +79,7 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
             const PackedWeight packed(weight, bias, storage, product);
             ASSERT_EQ(packed.storage(), storage);
             ASSERT_EQ(packed.dot_products(), dot);
+            ASSERT_EQ(packed.tiles(), product == Bf16Product::amx);
             const auto y = packed.linear(isa, x);
             ASSERT_EQ(y.sizes(), (std::vector<int64_t>{M, N}));
             const auto shape = std::string(to_string(isa)) + storage_name + " M=" + std::to_string(M) +
@@ -101,10 +106,15 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
   }
 }
 
-// bf16 dot products are refused where the CPU cannot run them, and need the AVX-512 kernel.
+// bf16 dot products and tiles are refused where the CPU cannot run them, and need the AVX-512
+// kernel; the default is the best the CPU has.
 TEST(PackedLinear, Bf16DotProductsOnlyWhereTheCpuHasThem) {
   if (!PackedWeight::supported()) GTEST_SKIP() << "this CPU has neither AVX2+FMA nor AVX-512F";
   const auto weight = torch::randn({40, 24});
+  if (!has_amx_bf16()) {
+    EXPECT_THROW(PackedWeight(weight, {}, WeightStorage::bf16, Bf16Product::amx), std::logic_error);
+    EXPECT_FALSE(PackedWeight(weight, {}, WeightStorage::bf16).tiles());
+  }
   if (!has_avx512_bf16()) {
     EXPECT_THROW(PackedWeight(weight, {}, WeightStorage::bf16, Bf16Product::dot), std::logic_error);
     EXPECT_FALSE(PackedWeight(weight, {}, WeightStorage::bf16).dot_products());  // the default widens
@@ -112,6 +122,7 @@ TEST(PackedLinear, Bf16DotProductsOnlyWhereTheCpuHasThem) {
   }
   const PackedWeight packed(weight, {}, WeightStorage::bf16);
   EXPECT_TRUE(packed.dot_products());  // the default on this CPU
+  EXPECT_EQ(packed.tiles(), has_amx_bf16());
   EXPECT_THROW(packed.linear(KernelIsa::avx2, torch::randn({20, 24})), std::logic_error);
   EXPECT_FALSE(PackedWeight(weight).dot_products());  // float32 storage
 }
@@ -145,13 +156,18 @@ TEST(PackedLinear, GivesTheSameBitsForAnyThreadCount) {
     std::vector<PackedWeight> packs = {PackedWeight(weight, bias)};
     if (isa == KernelIsa::avx512 && has_avx512_bf16())
       packs.emplace_back(weight, bias, WeightStorage::bf16, Bf16Product::dot);
+    if (isa == KernelIsa::avx512 && has_amx_bf16())
+      packs.emplace_back(weight, bias, WeightStorage::bf16, Bf16Product::amx);
     for (const PackedWeight& packed : packs) {
       at::set_num_threads(1);
       const auto one = packed.linear(isa, x);
       for (const int threads : {2, 4}) {
         at::set_num_threads(threads);
-        EXPECT_TRUE(torch::equal(packed.linear(isa, x), one))
-            << to_string(isa) << (packed.dot_products() ? " bf16 dot" : "") << ", " << threads << " threads";
+        EXPECT_TRUE(torch::equal(packed.linear(isa, x), one)) << to_string(isa)
+                                                              << (packed.tiles()          ? " bf16 AMX"
+                                                                  : packed.dot_products() ? " bf16 dot"
+                                                                                          : "")
+                                                              << ", " << threads << " threads";
       }
     }
   }
