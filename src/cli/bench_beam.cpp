@@ -5,7 +5,7 @@
 // image at a time and 32 images in one batch (B*K decoder rows per step): the best of 5 timed runs
 // (3 for the batch) after a warm-up run; then ms per word at 10, 20 and 40 words; on the CPU, the
 // two largest products of a step on 5 rows and on 32 with fp32 and bf16 weights (widened, and dot
-// products where the CPU has AVX-512 BF16).
+// products and AMX tiles where the CPU has them).
 // Random weights rarely emit <end> (p ~ 1/V), so every search runs its full 21 steps: the numbers
 // are the worst case of a trained model.
 #include <ATen/Parallel.h>
@@ -77,13 +77,16 @@ void print_ms_per_word(CaptionDecoderImpl& decoder, const torch::Tensor& annotat
 // The two largest products of a decoding step (the output layer and the LSTM's context product)
 // for x of `rows` rows on the CPU: 5 (a beam of 5 on one image, few_rows_linear; GB/s of weights
 // read) or 32 (a batch, the packed kernels; GFLOP/s), with fp32 weights, bf16 weights widened,
-// and on CPUs with AVX-512 BF16 bf16 dot products. Best of 30 after a warm-up.
+// and where the CPU has them bf16 dot products (AVX-512 BF16) and, for 32 rows, AMX tiles. Best
+// of 30 after a warm-up.
 void print_products(int64_t rows) {
   if (best_kernel_isa() == KernelIsa::none) return;
   c10::InferenceMode inference;
   const bool few = rows <= kMaxRows;
   const std::string title = "product (" + std::to_string(rows) + " rows)";
-  std::printf("%-24s %18s %20s %20s\n", title.c_str(), "fp32", "bf16 widened", "bf16 dot products");
+  std::printf(
+      "%-24s %18s %20s %20s %20s\n", title.c_str(), "fp32", "bf16 widened", "bf16 dot products",
+      "bf16 AMX tiles");
   for (const auto& [N, K] : std::vector<std::pair<int64_t, int64_t>>{{10000, 512}, {2048, 2048}}) {
     const auto x = torch::randn({rows, K});
     const auto weight = torch::randn({N, K});
@@ -113,14 +116,14 @@ void print_products(int64_t rows) {
     };
     const std::string fp32 = time(WeightStorage::fp32, Bf16Product::widen);
     const std::string widened = time(WeightStorage::bf16, Bf16Product::widen);
-    const std::string dot =
-        best_bf16_product() == Bf16Product::dot ? time(WeightStorage::bf16, Bf16Product::dot) : "n/a";
+    const std::string dot = has_avx512_bf16() ? time(WeightStorage::bf16, Bf16Product::dot) : "n/a";
+    const std::string tiles = has_amx_bf16() && !few ? time(WeightStorage::bf16, Bf16Product::amx) : "n/a";
     std::printf(
-        "%-24s %18s %20s %20s\n",
+        "%-24s %18s %20s %20s %20s\n",
         ("[" + std::to_string(rows) + "," + std::to_string(K) + "] x [" + std::to_string(N) + "," +
          std::to_string(K) + "]")
             .c_str(),
-        fp32.c_str(), widened.c_str(), dot.c_str());
+        fp32.c_str(), widened.c_str(), dot.c_str(), tiles.c_str());
   }
 }
 

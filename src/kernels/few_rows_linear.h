@@ -39,8 +39,7 @@ bool linear_needs_gradient(const torch::Tensor& x, const torch::Tensor& weight, 
 // weights by AVX-512 BF16's VDPBF16PS, two products per float32 lane and instruction, half the
 // instructions per weight; x's rounding (relative 2^-9 at most) is the price. amx: x rounded
 // the same way, and the packed products (packed_linear.h) multiply 16 x 32 tiles of it by AMX's
-// TDPBF16PS, 8192 products per instruction; products of a few rows, bound by streaming W, take
-// the dot products.
+// TDPBF16PS, 8192 products per instruction, for any number of rows; here, amx is dot.
 enum class Bf16Product { widen, dot, amx };
 // amx where has_amx_bf16(), dot on other CPUs with AVX-512 BF16, else widen.
 Bf16Product best_bf16_product();

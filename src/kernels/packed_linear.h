@@ -99,7 +99,8 @@ class PackedWeights {
   // y = x W^T + b by the fastest route for x: few_rows_linear up to kMaxRows rows; the packed
   // kernel for more rows of float32 on a CPU with AVX-512 or AVX2 when no gradient is needed;
   // torch::linear otherwise. Inside an InferencePrecision with bf16 weights (inference_precision.h)
-  // both kernels read a bf16 copy of W.
+  // both kernels read a bf16 copy of W, and on CPUs with AMX BF16 the packed kernel's tiles take
+  // every row count.
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
   // How many weight views are packed or copied to bf16 (with the copies' packs).
