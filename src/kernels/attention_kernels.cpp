@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "kernels/vector_lanes.h"
 
@@ -45,39 +47,66 @@ SACCADE_INLINE void additive_scores_locations(
   }
 }
 
-// The backward of additive_scores_image for W values of a at one location, recomputing
+// A step's backward of the additive scores for W values of a at one location, recomputing
 // t = tanh(keys + q) rather than keeping it (T x [B, L, A] values otherwise): d = g w (1 - t^2)
-// is added into the keys' gradient and the query's, g t into w's.
+// is added into the query's gradient, g t into w's. The keys' gradient waits for every step
+// (keys_gradient_locations).
 template <int W, typename T>
-SACCADE_INLINE void add_additive_scores_gradients(
-    const T* k, const T* q, const T* w, T g, T* grad_k, T* grad_q, T* grad_w) {
+SACCADE_INLINE void add_query_gradients(const T* k, const T* q, const T* w, T g, T* grad_q, T* grad_w) {
   const auto t = tanh_lanes(load<W>(k) + load<W>(q));
-  const auto d = g * load<W>(w) * (T(1) - t * t);
-  store(grad_k, load<W>(grad_k) + d);
-  store(grad_q, load<W>(grad_q) + d);
+  store(grad_q, load<W>(grad_q) + g * load<W>(w) * (T(1) - t * t));
   store(grad_w, load<W>(grad_w) + g * t);
 }
 
 template <int W, typename T>
 SACCADE_INLINE void additive_scores_backward_image(
-    const T* keys,
-    const T* q,
-    const T* w,
-    const T* grad_e,
-    T* grad_keys,
-    T* grad_q,
-    T* grad_w,
-    int64_t L,
-    int64_t A) {
+    const T* keys, const T* q, const T* w, const T* grad_e, T* grad_q, T* grad_w, int64_t L, int64_t A) {
   const int64_t A_lanes = A - A % W;
   for (int64_t l = 0; l < L; ++l) {
     const T* k = keys + l * A;
-    T* gk = grad_keys + l * A;
     int64_t a = 0;
     for (; a < A_lanes; a += W)
-      add_additive_scores_gradients<W>(k + a, q + a, w + a, grad_e[l], gk + a, grad_q + a, grad_w + a);
-    for (; a < A; ++a)
-      add_additive_scores_gradients<1>(k + a, q + a, w + a, grad_e[l], gk + a, grad_q + a, grad_w + a);
+      add_query_gradients<W>(k + a, q + a, w + a, grad_e[l], grad_q + a, grad_w + a);
+    for (; a < A; ++a) add_query_gradients<1>(k + a, q + a, w + a, grad_e[l], grad_q + a, grad_w + a);
+  }
+}
+
+// W values of a of the keys' gradient at one location of an image, over the `steps` steps that
+// read it: w sum_t g_t (1 - tanh(k + q_t)^2), g_t the gradient of the step's score there.
+template <int W, typename T>
+SACCADE_INLINE void keys_gradient_lanes(
+    const T* k, const T* const* q, const T* g, int64_t steps, int64_t a, const T* w, T* grad_k) {
+  const auto key = load<W>(k + a);
+  Lanes<T, W> sum = {};
+  for (int64_t t = 0; t < steps; ++t) {
+    const auto tanh = tanh_lanes(key + load<W>(q[t] + a));
+    sum += g[t] * (T(1) - tanh * tanh);
+  }
+  store(grad_k + a, sum * load<W>(w + a));
+}
+
+// The keys' gradient of one image at locations [l_begin, l_end), every step at once: one pass over
+// the keys and their gradient, where adding each step's share in its own backward made one each.
+// q[t] is the image's query at step t, g[t] the gradient of its scores [L].
+template <int W, typename T>
+SACCADE_INLINE void keys_gradient_locations(
+    const T* keys,
+    const T* const* q,
+    const T* const* g,
+    int64_t steps,
+    const T* w,
+    T* grad_keys,
+    int64_t l_begin,
+    int64_t l_end,
+    int64_t A) {
+  const int64_t A_lanes = A - A % W;
+  std::vector<T> g_at(static_cast<size_t>(steps));
+  for (int64_t l = l_begin; l < l_end; ++l) {
+    for (int64_t t = 0; t < steps; ++t) g_at[t] = g[t][l];
+    int64_t a = 0;
+    for (; a < A_lanes; a += W)
+      keys_gradient_lanes<W>(keys + l * A, q, g_at.data(), steps, a, w, grad_keys + l * A);
+    for (; a < A; ++a) keys_gradient_lanes<1>(keys + l * A, q, g_at.data(), steps, a, w, grad_keys + l * A);
   }
 }
 
@@ -165,14 +194,16 @@ struct ImageKernels {
       int64_t A,
       int64_t R);
   void (*scores_backward)(
+      const T* keys, const T* q, const T* w, const T* grad_e, T* grad_q, T* grad_w, int64_t L, int64_t A);
+  void (*keys_gradient)(
       const T* keys,
-      const T* q,
+      const T* const* q,
+      const T* const* g,
+      int64_t steps,
       const T* w,
-      const T* grad_e,
       T* grad_keys,
-      T* grad_q,
-      T* grad_w,
-      int64_t L,
+      int64_t l_begin,
+      int64_t l_end,
       int64_t A);
   void (*expected_value)(
       const T* alpha,
@@ -201,8 +232,14 @@ struct ImageKernels {
   }                                                                                                      \
   template <typename T>                                                                                  \
   __attribute__((target(features))) void scores_backward_##isa(                                          \
-      const T* keys, const T* q, const T* w, const T* ge, T* gk, T* gq, T* gw, int64_t L, int64_t A) {   \
-    additive_scores_backward_image<bytes / sizeof(T)>(keys, q, w, ge, gk, gq, gw, L, A);                 \
+      const T* keys, const T* q, const T* w, const T* ge, T* gq, T* gw, int64_t L, int64_t A) {          \
+    additive_scores_backward_image<bytes / sizeof(T)>(keys, q, w, ge, gq, gw, L, A);                     \
+  }                                                                                                      \
+  template <typename T>                                                                                  \
+  __attribute__((target(features))) void keys_gradient_##isa(                                            \
+      const T* keys, const T* const* q, const T* const* g, int64_t steps, const T* w, T* gk,             \
+      int64_t l_begin, int64_t l_end, int64_t A) {                                                       \
+    keys_gradient_locations<bytes / sizeof(T)>(keys, q, g, steps, w, gk, l_begin, l_end, A);             \
   }                                                                                                      \
   template <typename T>                                                                                  \
   __attribute__((target(features))) void expected_value_##isa(                                           \
@@ -218,7 +255,8 @@ struct ImageKernels {
   }                                                                                                      \
   template <typename T>                                                                                  \
   constexpr ImageKernels<T> image_kernels_##isa = {                                                      \
-      scores_##isa<T>, scores_backward_##isa<T>, expected_value_##isa<T>, grad_alpha_##isa<T>};
+      scores_##isa<T>, scores_backward_##isa<T>, keys_gradient_##isa<T>, expected_value_##isa<T>,        \
+      grad_alpha_##isa<T>};
 
 SACCADE_DEFINE_IMAGE_KERNELS(avx2, "avx2,fma", 32)
 SACCADE_DEFINE_IMAGE_KERNELS(avx512, "avx512f,fma", 64)
@@ -238,7 +276,51 @@ const ImageKernels<T>& image_kernels(KernelIsa) {
 
 #endif
 
-// Backward node of additive_scores(): edges to q, w and the keys' token.
+// What the keys' gradient needs from every step's backward: the step's queries [n, A] and the
+// gradient of its scores [n, L] (n: the images the step read, a prefix); the gradient is then
+// made in one pass over the keys.
+class AdditiveKeysGradient : public TimeSharedTensor::Gathered {
+ public:
+  AdditiveKeysGradient(KernelIsa isa, torch::Tensor keys, torch::Tensor w)
+      : isa_(isa), keys_(keys.contiguous()), w_(std::move(w)) {}
+
+  void record(torch::Tensor q, torch::Tensor grad_e) { steps_.push_back({std::move(q), std::move(grad_e)}); }
+
+  torch::Tensor gradient() override {
+    const int64_t B = keys_.size(0), L = keys_.size(1), A = keys_.size(2);
+    auto grad = torch::empty_like(keys_);  // [B, L, A]; every location is written
+    AT_DISPATCH_FLOATING_TYPES(keys_.scalar_type(), "additive_keys_gradient", [&] {
+      const auto keys_gradient = image_kernels<scalar_t>(isa_).keys_gradient;
+      at::parallel_for(0, B * L, 1, [&](int64_t begin, int64_t end) {
+        std::vector<const scalar_t*> q, g;
+        for (int64_t at = begin; at < end;) {
+          const int64_t b = at / L, l_begin = at % L, l_end = std::min(L, l_begin + end - at);
+          q.clear();
+          g.clear();
+          for (const auto& [step_q, step_grad] : steps_) {
+            if (step_q.size(0) <= b) continue;  // the image had finished by this step
+            q.push_back(step_q.data_ptr<scalar_t>() + b * A);
+            g.push_back(step_grad.data_ptr<scalar_t>() + b * L);
+          }
+          keys_gradient(
+              keys_.data_ptr<scalar_t>() + b * L * A, q.data(), g.data(), static_cast<int64_t>(q.size()),
+              w_.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>() + b * L * A, l_begin, l_end, A);
+          at += l_end - l_begin;
+        }
+      });
+    });
+    return grad;
+  }
+
+ private:
+  KernelIsa isa_;
+  torch::Tensor keys_;                                          // [B, L, A]
+  torch::Tensor w_;                                             // [A] contiguous
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> steps_;  // per step: q [n, A], grad_e [n, L]
+};
+
+// Backward node of additive_scores(): edges to q, w and the keys' token. The query's and w's
+// gradients now, the keys' once every step has recorded its share (AdditiveKeysGradient).
 class AdditiveScoresBackward : public torch::autograd::Node {
  public:
   AdditiveScoresBackward(KernelIsa isa, TimeSharedTensor keys, torch::Tensor q, torch::Tensor w)
@@ -249,27 +331,24 @@ class AdditiveScoresBackward : public torch::autograd::Node {
     if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor(), torch::empty({0}, q_.options())};
     const auto grad_e = grads[0].contiguous();  // [n, L]
     const int64_t n = q_.size(0), L = grad_e.size(1), A = q_.size(1);
-    const auto keys = keys_.value().narrow(0, 0, n).contiguous();                              // [n, L, A]
-    auto grad_keys = should_compute_output(2) ? keys_.grad_rows(n) : torch::zeros_like(keys);  // [n, L, A]
-    auto grad_q = torch::zeros({n, A}, q_.options());                                          // [n, A]
-    auto grad_w_parts = torch::zeros({at::get_num_threads(), A}, q_.options());                // per thread
+    const auto keys = keys_.value().narrow(0, 0, n).contiguous();                // [n, L, A]
+    auto grad_q = torch::zeros({n, A}, q_.options());                            // [n, A]
+    auto grad_w_parts = torch::zeros({at::get_num_threads(), A}, q_.options());  // per thread
     AT_DISPATCH_FLOATING_TYPES(q_.scalar_type(), "additive_scores_backward", [&] {
       const scalar_t* k = keys.data_ptr<scalar_t>();
       const scalar_t* q = q_.data_ptr<scalar_t>();
       const scalar_t* ge = grad_e.data_ptr<scalar_t>();
-      scalar_t* gk = grad_keys.data_ptr<scalar_t>();
       scalar_t* gq = grad_q.data_ptr<scalar_t>();
       scalar_t* gw_parts = grad_w_parts.data_ptr<scalar_t>();
       const auto backward_image = image_kernels<scalar_t>(isa_).scores_backward;
       at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
         scalar_t* gw = gw_parts + at::get_thread_num() * A;
-        for (int64_t b = begin; b < end; ++b) {
-          backward_image(
-              k + b * L * A, q + b * A, w_.data_ptr<scalar_t>(), ge + b * L, gk + b * L * A, gq + b * A, gw,
-              L, A);
-        }
+        for (int64_t b = begin; b < end; ++b)
+          backward_image(k + b * L * A, q + b * A, w_.data_ptr<scalar_t>(), ge + b * L, gq + b * A, gw, L, A);
       });
     });
+    if (should_compute_output(2))
+      keys_.gathered<AdditiveKeysGradient>(isa_, keys_.value(), w_).record(q_, grad_e);
     return {grad_q, grad_w_parts.sum(0), torch::empty({0}, q_.options())};
   }
 

@@ -23,9 +23,10 @@ namespace saccade {
 // with beams = 1 each row reads its own image's keys (a prefix keys[:n]); with beams = R, rows
 // r R .. r R + R - 1 are the beams of image r, whose keys are read once for all of them.
 // Plain autograd would keep tanh's output for every step and make five passes over [n, L, A] in
-// backward; here forward makes one pass and keeps nothing, backward one more, adding the keys'
-// gradient into the TimeSharedTensor's buffer in place (beams = 1 only). In float, tanh is a
-// rational minimax approximation (|error| < 4e-7) that vectorizes; doubles use std::tanh.
+// backward; here forward makes one pass and keeps nothing, a step's backward one more for the
+// query's gradient, and the keys' gradient of every step is made in one last pass when the
+// TimeSharedTensor's token is reached (beams = 1 only). In float, tanh is a rational minimax
+// approximation (|error| < 4e-7) that vectorizes; doubles use std::tanh.
 torch::Tensor additive_scores(
     const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w, int64_t beams = 1);
 // The same by a chosen kernel (tests run each one the CPU supports; none = the plain ops); `isa`

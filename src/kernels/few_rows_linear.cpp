@@ -220,7 +220,7 @@ Bf16Product best_bf16_product() {
 const char* to_string(Bf16Product product) {
   switch (product) {
     case Bf16Product::amx:
-      return "AMX BF16 tiles, and AVX-512 BF16 dot products for a few rows";
+      return "AMX BF16 tiles";
     case Bf16Product::dot:
       return "AVX-512 BF16 dot products";
     case Bf16Product::widen:

@@ -74,16 +74,15 @@ class StepGrad : public torch::autograd::Node {
   int64_t row_, width_;  // the block of W's rows this step multiplies
 };
 
-// The token's node of a TimeSharedTensor: hands over the accumulated gradient.
+// The token's node of a TimeSharedTensor: the gradient of what the steps gathered.
 class TensorGrad : public torch::autograd::Node {
  public:
   explicit TensorGrad(std::shared_ptr<TimeSharedTensor::State> state) : state_(std::move(state)) {}
   std::string name() const override { return "TimeSharedTensorBackward"; }
 
   variable_list apply(variable_list&& /*token_grads*/) override {
-    auto grad = state_->grad.defined() ? state_->grad : torch::zeros_like(state_->value);
-    state_->grad = torch::Tensor();  // the next backward pass starts from zero
-    return {grad};
+    const auto gathered = std::move(state_->gathered);  // the next backward pass starts anew
+    return {gathered ? gathered->gradient() : torch::zeros_like(state_->value)};
   }
 
  private:
@@ -139,11 +138,6 @@ TimeSharedTensor::TimeSharedTensor(const torch::Tensor& value)
     node = std::shared_ptr<TensorGrad>(new TensorGrad(state_), torch::autograd::deleteNode);
   }
   token_ = make_token(value, node);
-}
-
-torch::Tensor TimeSharedTensor::grad_rows(int64_t n) {
-  if (!state_->grad.defined()) state_->grad = torch::zeros_like(state_->value);
-  return state_->grad.narrow(0, 0, n);
 }
 
 }  // namespace saccade

@@ -2,7 +2,7 @@
 //
 // Backpropagation through time gives a shared tensor one gradient contribution per step, and
 // plain autograd materializes and adds each one: T thin GEMMs of [K, M] for a weight, T full-size
-// additions for the attention keys. These two classes keep the per-step work to what each step
+// passes for the attention keys. These two classes keep the per-step work to what each step
 // must do and hand autograd one gradient at the end. Values and first-order gradients equal plain
 // autograd's; higher-order gradients are not supported.
 //
@@ -10,8 +10,8 @@
 //   for (t ...) y_t = w.multiply(x_t);   // x_t [n_t, K] -> [n_t, M]; n_t may shrink
 //
 //   TimeSharedTensor keys(k);            // k [B, ...]; steps read prefixes k[:n_t]
-//   ... a custom step node depends on keys.token() and adds its gradient for k[:n] into
-//   keys.grad_rows(n) during backward.
+//   ... a custom step node depends on keys.token() and, during backward, records what k's
+//   gradient needs from its step in keys.gathered<G>(); the token's node asks G for the gradient.
 //
 // Both work the same way: an empty `token` tensor carries the autograd edge to the shared tensor,
 // and every step's node depends on it. The engine runs the token's node only after all its
@@ -21,6 +21,7 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/packed_linear.h"
@@ -54,8 +55,9 @@ class TimeSharedWeight {
   torch::Tensor token_;   // [0]
 };
 
-// A tensor whose per-step gradients are accumulated in place into one buffer, passed to autograd
-// once. For step nodes written by hand (see the additive attention scores).
+// A tensor whose per-step gradients are gathered and turned into one gradient when its token's
+// node runs, after every step's backward, and passed to autograd once. For step nodes written by
+// hand (see the additive attention scores).
 class TimeSharedTensor {
  public:
   explicit TimeSharedTensor(const torch::Tensor& value);
@@ -66,12 +68,26 @@ class TimeSharedTensor {
   const torch::Tensor& source() const { return source_; }
   // [0]; requires grad when the value does. A step node that uses value() takes an edge to it.
   const torch::Tensor& token() const { return token_; }
-  // The gradient of value()[:n], for a step's backward to add into (zeros when first used).
-  torch::Tensor grad_rows(int64_t n);
+
+  // What the steps' backward passes gather (per step, what the tensor's gradient needs), and the
+  // gradient it makes of them, all steps in one pass over the tensor rather than one each.
+  class Gathered {
+   public:
+    virtual ~Gathered() = default;
+    // The gradient of value(), [value's shape].
+    virtual torch::Tensor gradient() = 0;
+  };
+  // The steps' Gathered of type G, made from `args` by the first step that asks; the token's node
+  // takes its gradient once and drops it, so the next backward pass starts anew.
+  template <typename G, typename... Args>
+  G& gathered(Args&&... args) {
+    if (!state_->gathered) state_->gathered = std::make_shared<G>(std::forward<Args>(args)...);
+    return static_cast<G&>(*state_->gathered);
+  }
 
   struct State {
-    torch::Tensor value;  // detached
-    torch::Tensor grad;   // the accumulated gradient; undefined until a step adds to it
+    torch::Tensor value;                 // detached
+    std::shared_ptr<Gathered> gathered;  // null until a step's backward gathers
   };
 
  private:
