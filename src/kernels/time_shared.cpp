@@ -2,6 +2,7 @@
 // time_shared.h).
 #include "kernels/time_shared.h"
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/torch.h>
@@ -14,6 +15,19 @@ namespace saccade {
 namespace {
 
 using torch::autograd::variable_list;
+
+// The rows of `parts` (2-D, the same columns) one after another: the tensor itself when there is
+// one, else copied by the threads together (torch::cat copies part after part on one thread).
+torch::Tensor concatenated_rows(const std::vector<torch::Tensor>& parts) {
+  if (parts.size() == 1) return parts.front();
+  std::vector<int64_t> offsets = {0};
+  for (const auto& part : parts) offsets.push_back(offsets.back() + part.size(0));
+  auto rows = torch::empty({offsets.back(), parts.front().size(1)}, parts.front().options());
+  at::parallel_for(0, static_cast<int64_t>(parts.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) rows.narrow(0, offsets[i], parts[i].size(0)).copy_(parts[i]);
+  });
+  return rows;
+}
 
 // The token's node of a TimeSharedWeight: dW = X^T G over the steps the loss depends on.
 class WeightGrad : public torch::autograd::Node {
@@ -35,16 +49,26 @@ class WeightGrad : public torch::autograd::Node {
     const auto& weight = steps_->weight;  // [K, M]
     const int64_t K = weight.size(0), M = weight.size(1);
     const bool transposed = !weight.is_contiguous() && weight.t().is_contiguous();
+    // Each block's rows are written once (beta = 0), without zeros first; rows no step multiplied
+    // are zeros.
     auto grad =
-        torch::zeros(transposed ? std::vector<int64_t>{M, K} : std::vector<int64_t>{K, M}, weight.options());
+        torch::empty(transposed ? std::vector<int64_t>{M, K} : std::vector<int64_t>{K, M}, weight.options());
+    const auto rows_of_w = [&](int64_t first, int64_t count) {
+      return transposed ? grad.narrow(1, first, count) : grad.narrow(0, first, count);
+    };
+    int64_t written = 0;  // blocks are in order of their first row
     for (const auto& [row, block] : blocks) {
-      const auto x = torch::cat(block.first), g = torch::cat(block.second);  // [N, k], [N, M]
+      const auto x = concatenated_rows(block.first), g = concatenated_rows(block.second);  // [N, k], [N, M]
+      TORCH_CHECK(row >= written, "TimeSharedWeight: products over overlapping blocks of rows");
+      if (row > written) rows_of_w(written, row - written).zero_();
       if (transposed) {
-        grad.narrow(1, row, x.size(1)).addmm_(g.t(), x);  // [M, k] += G^T X
+        rows_of_w(row, x.size(1)).addmm_(g.t(), x, 0.0);  // [M, k] = G^T X
       } else {
-        grad.narrow(0, row, x.size(1)).addmm_(x.t(), g);  // [k, M] += X^T G
+        rows_of_w(row, x.size(1)).addmm_(x.t(), g, 0.0);  // [k, M] = X^T G
       }
+      written = row + x.size(1);
     }
+    if (written < K) rows_of_w(written, K - written).zero_();
     return {transposed ? grad.t() : grad};  // [K, M]
   }
 

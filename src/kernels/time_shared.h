@@ -38,6 +38,7 @@ class TimeSharedWeight {
 
   // x [n, k] -> x W[row : row + k] [n, M], differentiable in x and (deferred) in W. Where the
   // CPU kernels do not take x and W (takes_cpu_kernels), a plain product with plain autograd.
+  // Blocks of rows that different products use must not overlap, unless they are the same block.
   torch::Tensor multiply(const torch::Tensor& x, int64_t row = 0);
 
   // What the backward nodes share: W, the inputs x_t and, during backward, the g_t.
