@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "base/enum_names.h"
 #include "config/config.h"
+#include "kernels/lstm_cell.h"
 #include "kernels/packed_linear.h"
 #include "kernels/time_shared.h"
 #include "models/transformer_decoder.h"
@@ -323,9 +325,7 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
   }
   const auto gates =
       x_gates + parts[2] + w.input_weight.multiply(out.context, options_.embed_dim);  // [n, 4H] eq. 1
-  const auto chunks = gates.chunk(4, 1);  // i, f, g, o: [n, H] each
-  out.c = torch::sigmoid(chunks[1]) * c + torch::sigmoid(chunks[0]) * torch::tanh(chunks[2]);  // [n, H] eq. 2
-  out.h = torch::sigmoid(chunks[3]) * torch::tanh(out.c);                                      // [n, H] eq. 3
+  std::tie(out.h, out.c) = lstm_cell(gates, c);                                       // [n, H] each, eq. 2-3
   return out;
 }
 
