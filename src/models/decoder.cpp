@@ -345,9 +345,10 @@ torch::Tensor AttentionLSTMDecoderImpl::readout(
 
 DecoderState AttentionLSTMDecoderImpl::init_state(
     const torch::Tensor& annotations, const torch::Tensor& mask) {
-  // Keys once per image; checks the shapes. Products with gradients are never packed.
-  auto memory = attention->remember(
-      annotations, mask, torch::GradMode::is_enabled() ? PackedWeights() : step_recurrence().packed);
+  // Keys once per image; checks the shapes. Products with gradients are never packed (a fresh
+  // PackedWeights hands them to torch::linear).
+  auto packed = torch::GradMode::is_enabled() ? PackedWeights() : step_recurrence().packed;
+  auto memory = attention->remember(annotations, mask, packed);
   torch::Tensor mean;
   if (memory.mask.defined()) {
     const auto weights = memory.mask.to(annotations.scalar_type()).unsqueeze(1);          // [B, 1, L]
@@ -356,8 +357,8 @@ DecoderState AttentionLSTMDecoderImpl::init_state(
     mean = annotations.mean(1);  // [B, D]
   }
   DecoderState state;
-  state.h = torch::tanh(init_h(mean));  // h_0 [B, H]
-  state.c = torch::tanh(init_c(mean));  // c_0 [B, H]
+  state.h = torch::tanh(packed.linear(mean, init_h->weight, init_h->bias));  // h_0 [B, H]
+  state.c = torch::tanh(packed.linear(mean, init_c->weight, init_c->bias));  // c_0 [B, H]
   state.memory = std::move(memory);
   return state;
 }
