@@ -38,7 +38,6 @@ struct CommandSpec {
   bool creates_run_folder = false;   // whether each job gets a run folder under run.dir
   bool accepts_positional = false;   // whether bare arguments (files) are accepted
   int (*run)(const Job&) = nullptr;  // nullptr: "not implemented yet"
-  bool decodes = false;              // mostly caption search: OpenMP threads spin briefly (runtime.h)
   bool data_parallel = false;        // joins the job torchrun's variables describe (dist/), --nproc
   // Reads and validates the job's settings without touching a file: a bad value is refused
   // before the run folder exists. nullptr: nothing to check early.

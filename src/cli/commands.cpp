@@ -42,7 +42,6 @@ const std::vector<CommandSpec>& commands() {
        true,
        false,
        run_train,
-       false,
        true,
        check_train},
       {"eval",
@@ -56,8 +55,7 @@ const std::vector<CommandSpec>& commands() {
        true,
        false,
        false,
-       run_eval,
-       true},
+       run_eval},
       {"score",
        "Score any captions (COCO results JSON) against references: BLEU, METEOR, ROUGE-L, CIDEr-D.",
        "Reads a COCO results file and a COCO or Karpathy reference file and prints the metrics as the\n"
@@ -81,8 +79,7 @@ const std::vector<CommandSpec>& commands() {
        false,
        false,
        true,
-       run_caption,
-       true},
+       run_caption},
       {"visualize",
        "Draw attention overlays for dataset images with their references.",
        "Writes overlay grids for n images of a split into <run>/samples/, with the references beside\n"
@@ -96,8 +93,7 @@ const std::vector<CommandSpec>& commands() {
        true,
        false,
        false,
-       run_visualize,
-       true},
+       run_visualize},
       {"report",
        "Rebuild report.html of a run folder or a sweep folder.",
        "Writes <DIR>/report.html from the files the run left (metrics, scores, samples, config); for a\n"
@@ -140,7 +136,6 @@ const std::vector<CommandSpec>& commands() {
        false,
        true,
        run_bench,
-       true,
        true},
   };
   return table;

@@ -362,7 +362,7 @@ int main(int argc, char** argv) {
     }
     // Only runs that compute pay for the second start-up.
     if (parsed.action == Action::run) {
-      choose_thread_waiting(argv, parsed.invocation.command->decodes);
+      choose_thread_waiting(argv);
       keep_freed_memory_for_reuse();
     }
     if (!parsed.invocation.command->composes_config) {

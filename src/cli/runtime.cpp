@@ -87,14 +87,10 @@ void apply_runtime(const RuntimeOptions& options, int local_workers) {
   }
 }
 
-void choose_thread_waiting(char** argv, bool brief_spin) {
+void choose_thread_waiting(char** argv) {
   bool changed = false;
   if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
-    if (brief_spin) {
-      setenv("GOMP_SPINCOUNT", kOpenMPSpinCount, 1);
-    } else {
-      setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    }
+    setenv("GOMP_SPINCOUNT", kOpenMPSpinCount, 1);
     changed = true;
   }
   if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr) {

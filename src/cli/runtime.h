@@ -28,19 +28,19 @@ void apply_runtime(const RuntimeOptions& options, int local_workers = 1);
 double measure_matmul_gflops(int size = 256);
 
 // libgomp and OpenBLAS read how their idle threads wait when they load, before main(). By default
-// LibTorch's idle OpenMP threads spin for ~300,000 iterations and starve OpenBLAS's pthreads on
-// small machines. Training runs best with threads that sleep at once (OMP_WAIT_POLICY=PASSIVE);
-// decoding, with many short parallel regions per step, with a short spin
-// (GOMP_SPINCOUNT=kOpenMPSpinCount), as passive threads pay a wake-up at each region. OpenBLAS's
-// own threads keep calling sched_yield for ~2^28 cycles after each product, taking a core from
-// LibTorch's threads between products; with OPENBLAS_THREAD_TIMEOUT=kOpenBlasThreadTimeout (2^4
-// cycles) they sleep at once and pay a wake-up at the next product, which costs little beside
-// the products that reach BLAS (the peers' decoder bench: 591-602 ms against 521-545 ms a step).
-// The process re-executes itself once with the settings for its command; a variable the user set
-// is kept as it is.
+// LibTorch's idle OpenMP threads spin for ~300,000 iterations, and OpenBLAS's own threads call
+// sched_yield for ~2^28 cycles after each product: on a small machine each takes cores from the
+// other. Every command runs with a short spin of the OpenMP threads
+// (GOMP_SPINCOUNT=kOpenMPSpinCount), which decoding's many short parallel regions per step need
+// (passive threads pay a wake-up at each), and with OpenBLAS's threads asleep at once
+// (OPENBLAS_THREAD_TIMEOUT=kOpenBlasThreadTimeout, 2^4 cycles), paying a wake-up at the next
+// product that reaches BLAS. Training gains too: on the 2-core Xeon of the README the peers'
+// decoder step took 427 ms against 470-478 ms with passive OpenMP threads, and the shapes demo
+// trained at 249-253 against 221-222 images/s. The process re-executes itself once with these
+// settings; a variable the user set is kept as it is.
 inline constexpr const char* kOpenMPSpinCount = "10000";
 inline constexpr const char* kOpenBlasThreadTimeout = "4";
-void choose_thread_waiting(char** argv, bool brief_spin);
+void choose_thread_waiting(char** argv);
 
 // glibc hands freed memory back to the kernel (heap trimming above 128 KiB, munmap of blocks
 // above its mmap threshold), so every training step page-faults its large temporaries in again:
