@@ -77,8 +77,8 @@ void print_ms_per_word(CaptionDecoderImpl& decoder, const torch::Tensor& annotat
 // The two largest products of a decoding step (the output layer and the LSTM's context product)
 // for x of `rows` rows on the CPU: 5 (a beam of 5 on one image, few_rows_linear; GB/s of weights
 // read) or 32 (a batch, the packed kernels; GFLOP/s), with fp32 weights, bf16 weights widened,
-// and where the CPU has them bf16 dot products (AVX-512 BF16) and, for 32 rows, AMX tiles. Best
-// of 30 after a warm-up.
+// and where the CPU has them bf16 dot products (AVX-512 BF16) and AMX tiles (the packed kernel,
+// for every row count). Best of 30 after a warm-up.
 void print_products(int64_t rows) {
   if (best_kernel_isa() == KernelIsa::none) return;
   c10::InferenceMode inference;
@@ -93,13 +93,16 @@ void print_products(int64_t rows) {
     const auto bf16 = weight.to(torch::kBFloat16);
     const auto time = [&](WeightStorage storage, Bf16Product product) {
       const torch::Tensor& w = storage == WeightStorage::bf16 ? bf16 : weight;
+      // Tiles take every row count (as decoding routes them); the other few-row products take
+      // few_rows_linear.
+      const bool rows_kernel = few && product != Bf16Product::amx;
       const std::optional<PackedWeight> packed =
-          few ? std::nullopt
-              : std::optional<PackedWeight>(std::in_place, weight, torch::Tensor(), storage, product);
+          rows_kernel ? std::nullopt
+                      : std::optional<PackedWeight>(std::in_place, weight, torch::Tensor(), storage, product);
       double best = 0.0;
       for (int r = 0; r <= 30; ++r) {
         const auto start = Clock::now();
-        if (few) {
+        if (rows_kernel) {
           few_rows_linear(best_kernel_isa(), x, w, {}, product);
         } else {
           packed->linear(x);
@@ -117,7 +120,7 @@ void print_products(int64_t rows) {
     const std::string fp32 = time(WeightStorage::fp32, Bf16Product::widen);
     const std::string widened = time(WeightStorage::bf16, Bf16Product::widen);
     const std::string dot = has_avx512_bf16() ? time(WeightStorage::bf16, Bf16Product::dot) : "n/a";
-    const std::string tiles = has_amx_bf16() && !few ? time(WeightStorage::bf16, Bf16Product::amx) : "n/a";
+    const std::string tiles = has_amx_bf16() ? time(WeightStorage::bf16, Bf16Product::amx) : "n/a";
     std::printf(
         "%-24s %18s %20s %20s %20s\n",
         ("[" + std::to_string(rows) + "," + std::to_string(K) + "] x [" + std::to_string(N) + "," +
