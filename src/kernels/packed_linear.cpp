@@ -31,7 +31,7 @@ namespace {
 // panel (16 KiB in float32) stays in L1 while every block of
 // rows of a chunk meets it.
 constexpr int64_t kDepth = 128;
-// Rows of x packed per pass ([kChunkRows, K] stays in L2 and L3 while the panels stream by).
+// Most rows of x packed per pass ([kChunkRows, K] stays in L2 and L3 while the panels stream by).
 constexpr int64_t kChunkRows = 16 * kBlockRows;
 
 // y[r, 0:columns] (+)= sum_k x[k][r] w[k][0:columns] over `depth` steps of k, for the rows r
@@ -422,11 +422,20 @@ void PackedWeight::multiply(
   // rows a block has are read, so the last block's padding is never initialized.
   // The buffer is allocated without being filled: zeroing a chunk's worth for each product took
   // longer than multiplying 32 rows by 32 columns.
-  const int64_t buffer_rows = (std::min(kChunkRows, M) + kBlockRows - 1) / kBlockRows * kBlockRows;
+  // With a chunk per thread or more, the chunks are as even as whole blocks allow and as many as
+  // a multiple of the threads: 196 rows as 192 and 4 had left one of two threads idle.
+  const int64_t threads = at::get_num_threads();
+  int64_t chunk_size = kChunkRows, chunks = (M + kChunkRows - 1) / kChunkRows;
+  if (chunks >= threads) {
+    const int64_t even_chunks = (chunks + threads - 1) / threads * threads;
+    chunk_size = ((M + even_chunks - 1) / even_chunks + kBlockRows - 1) / kBlockRows * kBlockRows;
+    chunks = (M + chunk_size - 1) / chunk_size;
+  }
+  const int64_t buffer_rows = (std::min(chunk_size, M) + kBlockRows - 1) / kBlockRows * kBlockRows;
   const auto chunk_buffer = [&] { return std::unique_ptr<X[]>(new X[buffer_rows * steps]); };
   // Each block is written in memory order, its rows read as parallel streams.
   const auto pack_chunk = [&](int64_t chunk, X* packed_x) {
-    const int64_t chunk_rows = std::min(kChunkRows, M - chunk);
+    const int64_t chunk_rows = std::min(chunk_size, M - chunk);
     for (int64_t first = 0; first < chunk_rows; first += kBlockRows) {
       const int64_t rows = std::min(kBlockRows, chunk_rows - first);
       const XSource* source = x_data + (chunk + first) * K;
@@ -445,7 +454,7 @@ void PackedWeight::multiply(
     }
   };
   const auto multiply_chunk = [&](int64_t chunk, const X* packed_x, int64_t begin, int64_t end) {
-    const int64_t chunk_rows = std::min(kChunkRows, M - chunk);
+    const int64_t chunk_rows = std::min(chunk_size, M - chunk);
     const int64_t blocks = (chunk_rows + kBlockRows - 1) / kBlockRows;
     for (int64_t panel = begin; panel < end; ++panel) {
       const int64_t column = panel * kPanelWidth, columns = std::min(kPanelWidth, N - column);
@@ -468,20 +477,19 @@ void PackedWeight::multiply(
       }
     }
   };
-  const int64_t chunks = (M + kChunkRows - 1) / kChunkRows;
-  if (chunks >= at::get_num_threads()) {
+  if (chunks >= threads) {
     // Many rows (the keys of a batch): each thread packs and multiplies its own chunks.
     at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
       const auto packed_x = chunk_buffer();
       for (int64_t chunk = begin; chunk < end; ++chunk) {
-        pack_chunk(chunk * kChunkRows, packed_x.get());
-        multiply_chunk(chunk * kChunkRows, packed_x.get(), 0, panels);
+        pack_chunk(chunk * chunk_size, packed_x.get());
+        multiply_chunk(chunk * chunk_size, packed_x.get(), 0, panels);
       }
     });
   } else {
     // A decoding step's rows: the threads share each packed chunk and split the panels.
     const auto packed_x = chunk_buffer();
-    for (int64_t chunk = 0; chunk < M; chunk += kChunkRows) {
+    for (int64_t chunk = 0; chunk < M; chunk += chunk_size) {
       pack_chunk(chunk, packed_x.get());
       at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {
         multiply_chunk(chunk, packed_x.get(), begin, end);

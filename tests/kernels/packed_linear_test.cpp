@@ -43,7 +43,7 @@ TEST(PackedLinear, MatchesADoubleProductForEveryShape) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   // M: one partial block, two full blocks, a ragged block (the AVX2 kernel's second half-block
-  // short), two chunks (16 blocks of 12 each); N: one column, less than half a panel, half a panel
+  // short), two chunks (108 and 92 rows); N: one column, less than half a panel, half a panel
   // plus one, a panel less one, a panel plus one, several panels; K: one, odd, more than a pass
   // (256), two passes plus one.
   // bf16 storage: the reference multiplies the rounded weights in double (the kernel widens them
@@ -149,8 +149,8 @@ TEST(PackedLinear, GivesTheSameBitsForAnyThreadCount) {
   torch::manual_seed(2);
   const ThreadCount restore;
   const auto weight = torch::randn({300, 130}), bias = torch::randn({300});
-  // 200 rows are two chunks: one thread multiplies them in turn, two threads one each, and four
-  // threads (more than the chunks) share each chunk's panels.
+  // 200 rows are two chunks of 108 and 92 rows: one thread multiplies them in turn, two threads one
+  // each; four threads (more than the chunks) share the panels of chunks of 192 and 8 rows.
   const auto x = torch::randn({200, 130});
   for (const KernelIsa isa : supported_kernel_isas()) {
     std::vector<PackedWeight> packs = {PackedWeight(weight, bias)};
