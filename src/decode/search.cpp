@@ -16,6 +16,7 @@
 #include "base/enum_names.h"
 #include "config/config.h"
 #include "decode/word_history.h"
+#include "kernels/cross_entropy.h"
 
 namespace saccade {
 
@@ -54,7 +55,7 @@ std::vector<DecodedCaption> word_by_word(
   // One step more than max_length words leaves room for the <end> after the last word.
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
-    const auto scores = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B, V]
+    const auto scores = log_softmax_rows(step.logits.to(torch::kFloat));  // [B, V]
     auto allowed = scores.clone();
     forbid_words(allowed, t, options);
     history.forbid(allowed);

@@ -1,5 +1,5 @@
-// token_cross_entropy: the log-sum-exp of each row in one pass, softmax - one-hot in backward
-// (see cross_entropy.h).
+// token_cross_entropy: the log-sum-exp of each row in one pass, softmax - one-hot in backward;
+// log_softmax_rows from the same pass (see cross_entropy.h).
 #include "kernels/cross_entropy.h"
 
 #include <ATen/Parallel.h>
@@ -15,9 +15,30 @@
 namespace saccade {
 namespace {
 
-// The rows [begin, end) of logits [N, V]: each one's maximum m and log sum_v e^(x_v - m), whose sum
-// is the log-sum-exp, and the NLL at the target, log-sum - (x_t - m). Kept apart, as a
-// log-sum-exp of 60 would carry 4e-6 of absolute rounding into every probability.
+// A row's maximum m, returned, and log sum_v e^(x_v - m) in log_sum; kept apart, as a log-sum-exp
+// of 60 would carry 4e-6 of absolute rounding into every probability.
+template <int W>
+SACCADE_INLINE float row_max_and_log_sum(const float* row, int64_t V, float& log_sum) {
+  using Vec = Lanes<float, W>;
+  const int64_t V_lanes = V - V % W;
+  Vec high = Vec{} - std::numeric_limits<float>::infinity();
+  for (int64_t v = 0; v < V_lanes; v += W) {
+    const Vec x = load<W>(row + v);
+    high = x > high ? x : high;
+  }
+  float largest = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < W; ++i) largest = std::max(largest, high[i]);
+  for (int64_t v = V_lanes; v < V; ++v) largest = std::max(largest, row[v]);
+  Vec sums = {};
+  for (int64_t v = 0; v < V_lanes; v += W) sums += exp_lanes(load<W>(row + v) - largest);
+  float sum = sum_lanes(sums);
+  for (int64_t v = V_lanes; v < V; ++v) sum += exp_lanes(load<1>(row + v) - largest)[0];
+  log_sum = std::log(sum);
+  return largest;
+}
+
+// The rows [begin, end) of logits [N, V]: each one's maximum m, log sum_v e^(x_v - m) and the NLL
+// at the target, log-sum - (x_t - m).
 template <int W>
 SACCADE_INLINE void cross_entropy_rows(
     const float* logits,
@@ -28,25 +49,26 @@ SACCADE_INLINE void cross_entropy_rows(
     int64_t begin,
     int64_t end,
     int64_t V) {
-  using Vec = Lanes<float, W>;
+  for (int64_t n = begin; n < end; ++n) {
+    const float* row = logits + n * V;
+    row_max[n] = row_max_and_log_sum<W>(row, V, log_sum[n]);
+    nll[n] = log_sum[n] - (row[targets[n]] - row_max[n]);
+  }
+}
+
+// out[n, v] = (logits[n, v] - m[n]) - log_sum[n] for rows [begin, end), each written while it is
+// still in cache from the pass that found m and log_sum.
+template <int W>
+SACCADE_INLINE void log_softmax_rows(const float* logits, float* out, int64_t begin, int64_t end, int64_t V) {
   const int64_t V_lanes = V - V % W;
   for (int64_t n = begin; n < end; ++n) {
     const float* row = logits + n * V;
-    Vec high = Vec{} - std::numeric_limits<float>::infinity();
-    for (int64_t v = 0; v < V_lanes; v += W) {
-      const Vec x = load<W>(row + v);
-      high = x > high ? x : high;
-    }
-    float largest = -std::numeric_limits<float>::infinity();
-    for (int i = 0; i < W; ++i) largest = std::max(largest, high[i]);
-    for (int64_t v = V_lanes; v < V; ++v) largest = std::max(largest, row[v]);
-    Vec sums = {};
-    for (int64_t v = 0; v < V_lanes; v += W) sums += exp_lanes(load<W>(row + v) - largest);
-    float sum = sum_lanes(sums);
-    for (int64_t v = V_lanes; v < V; ++v) sum += exp_lanes(load<1>(row + v) - largest)[0];
-    row_max[n] = largest;
-    log_sum[n] = std::log(sum);
-    nll[n] = log_sum[n] - (row[targets[n]] - largest);
+    float* target = out + n * V;
+    float shift = 0.0f;
+    const float largest = row_max_and_log_sum<W>(row, V, shift);
+    int64_t v = 0;
+    for (; v < V_lanes; v += W) store(target + v, (load<W>(row + v) - largest) - shift);
+    for (; v < V; ++v) target[v] = (row[v] - largest) - shift;
   }
 }
 
@@ -86,6 +108,7 @@ struct CrossEntropyKernels {
       int64_t,
       int64_t,
       int64_t);
+  void (*log_softmax)(const float*, float*, int64_t, int64_t, int64_t);
 };
 
 #if defined(__x86_64__)
@@ -101,7 +124,12 @@ struct CrossEntropyKernels {
       float* grad, int64_t b, int64_t e, int64_t V) {                                                    \
     cross_entropy_backward_rows<lanes>(logits, targets, m, s, g, grad, b, e, V);                         \
   }                                                                                                      \
-  constexpr CrossEntropyKernels cross_entropy_kernels_##isa = {forward_##isa, backward_##isa};
+  __attribute__((target(features))) void log_softmax_##isa(                                              \
+      const float* logits, float* out, int64_t b, int64_t e, int64_t V) {                                \
+    log_softmax_rows<lanes>(logits, out, b, e, V);                                                       \
+  }                                                                                                      \
+  constexpr CrossEntropyKernels cross_entropy_kernels_##isa = {                                          \
+      forward_##isa, backward_##isa, log_softmax_##isa};
 
 SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(avx2, "avx2,fma", 8)
 SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(avx512, "avx512f,fma", 16)
@@ -183,6 +211,24 @@ torch::Tensor token_cross_entropy(KernelIsa isa, const torch::Tensor& logits, co
         logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   }
   return TokenCrossEntropy::apply(isa, logits, targets);
+}
+
+torch::Tensor log_softmax_rows(const torch::Tensor& logits) {
+  return log_softmax_rows(best_kernel_isa(), logits);
+}
+
+torch::Tensor log_softmax_rows(KernelIsa isa, const torch::Tensor& logits) {
+  if (isa == KernelIsa::none || logits.dim() != 2 || logits.size(1) == 0 || !takes_cpu_kernels(logits))
+    return torch::log_softmax(logits, 1);
+  RECORD_FUNCTION("saccade::log_softmax_rows", std::vector<c10::IValue>({logits}));  // named in profiles
+  const auto x = logits.contiguous();
+  const int64_t N = x.size(0), V = x.size(1);
+  auto out = torch::empty_like(x);
+  const auto kernel = cross_entropy_kernels(isa).log_softmax;
+  at::parallel_for(0, N, grain(V), [&](int64_t begin, int64_t end) {
+    kernel(x.data_ptr<float>(), out.data_ptr<float>(), begin, end, V);
+  });
+  return out;
 }
 
 }  // namespace saccade

@@ -1,11 +1,13 @@
 // token_cross_entropy against torch's cross_entropy in double precision: values and gradients for
 // each kernel the CPU runs, over vocabularies that take whole vectors and tails of scalars, rows
-// whose logits spread over thousands, and targets out of range.
+// whose logits spread over thousands, and targets out of range; log_softmax_rows against
+// log_softmax in double, forbidden (-inf) words included.
 #include "kernels/cross_entropy.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,37 @@ TEST(TokenCrossEntropy, RefusesATargetOutOfRange) {
     const auto targets = torch::tensor(std::vector<int64_t>{0, bad}, torch::kLong);
     for (const KernelIsa isa : supported_kernel_isas())
       EXPECT_THROW(token_cross_entropy(isa, logits, targets), c10::Error) << bad;
+  }
+}
+
+TEST(LogSoftmaxRows, MatchesLogSoftmaxInDouble) {
+  torch::manual_seed(1);
+  std::vector<KernelIsa> isas = supported_kernel_isas();
+  isas.push_back(KernelIsa::none);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const int64_t V : {1, 7, 37, 1000}) {
+    for (const double spread : {1.0, 30.0, 3000.0}) {
+      auto logits = torch::randn({6, V}) * spread;
+      if (V > 3) {
+        logits.select(1, 2).fill_(-inf);  // a word forbidden in every row
+        logits[1].fill_(-inf);            // a row all forbidden but one word
+        logits[1][V - 1] = 0.5f;
+      }
+      const auto reference = torch::log_softmax(logits.to(torch::kDouble), 1);
+      for (const KernelIsa isa : isas) {
+        const auto log_probs = log_softmax_rows(isa, logits);
+        const std::string where =
+            std::string(to_string(isa)) + " V=" + std::to_string(V) + " spread " + std::to_string(spread);
+        ASSERT_EQ(log_probs.sizes(), logits.sizes()) << where;
+        const auto finite = reference.isfinite();
+        EXPECT_TRUE(torch::equal(log_probs.isfinite(), finite)) << where;
+        EXPECT_TRUE((log_probs.masked_select(~finite) == -inf).all().item<bool>()) << where;
+        EXPECT_LT(
+            (log_probs.to(torch::kDouble) - reference).masked_select(finite).abs().max().item<double>(),
+            1e-6 * (spread + 1))
+            << where;
+      }
+    }
   }
 }
 
