@@ -11,6 +11,8 @@
 
 #include "decode/search.h"
 #include "decode/word_history.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/vector_lanes.h"
 
 namespace saccade {
 namespace {
@@ -163,6 +165,10 @@ std::vector<DecodedCaption> best_captions(
 // best or at the K-th: topk orders those its own way, and the searches' results keep its order.
 bool top_extensions_on_cpu(
     const torch::Tensor& scores, const torch::Tensor& log_probs, torch::Tensor& top, torch::Tensor& index) {
+  // Blocks of 16 sums as four vectors of the baseline ISA's width (SSE2's four floats).
+  constexpr int kLanes = 4;
+  constexpr int64_t kBlock = 16;
+  using Quad = Lanes<float, kLanes>;
   const int64_t batch = scores.size(0), beam = scores.size(1), vocab = log_probs.size(1);
   const auto slot = scores.contiguous(), words = log_probs.contiguous();
   auto best = torch::empty({batch, beam}, scores.options());
@@ -179,15 +185,17 @@ bool top_extensions_on_cpu(
         best_left_out = left_out ? std::max(best_left_out, sum) : sum;
         left_out = true;
       };
+      // The largest sum of the blocks passed over whole, lane by lane.
+      Quad blocks_left_out = Quad{} - std::numeric_limits<float>::infinity();
       for (int64_t k = 0; k < beam; ++k) {
         const float score = slot.data_ptr<float>()[b * beam + k];
         const float* row = words.data_ptr<float>() + (b * beam + k) * vocab;
-        for (int64_t v = 0; v < vocab; ++v) {
+        const auto consider = [&](int64_t v) {
           const float sum = score + row[v];
           if (sum != sum) unordered = true;
           if (kept == beam && !(sum > value[beam - 1])) {
             leave_out(sum);
-            continue;
+            return;
           }
           if (kept == beam) leave_out(value[beam - 1]);
           int64_t position = std::min(kept, beam - 1);
@@ -199,8 +207,31 @@ bool top_extensions_on_cpu(
           value[position] = sum;
           at[position] = k * vocab + v;
           kept = std::min(kept + 1, beam);
+        };
+        int64_t v = 0;
+        for (; v + kBlock <= vocab; v += kBlock) {
+          // Once K sums are kept, most blocks hold none above the K-th and no NaN: they are left
+          // out whole, by vector compares.
+          if (kept == beam) {
+            Lanes<int32_t, kLanes> passes = {};
+            Quad block_max = Quad{} - std::numeric_limits<float>::infinity();
+#pragma GCC unroll 4
+            for (int64_t q = v; q < v + kBlock; q += kLanes) {
+              const Quad sums = load<kLanes>(row + q) + score;
+              passes |= (sums > value[beam - 1]) | (sums != sums);
+              block_max = sums > block_max ? sums : block_max;
+            }
+            if (sum_lanes(passes) == 0) {
+              blocks_left_out = block_max > blocks_left_out ? block_max : blocks_left_out;
+              left_out = true;
+              continue;
+            }
+          }
+          for (int64_t i = v; i < v + kBlock; ++i) consider(i);
         }
+        for (; v < vocab; ++v) consider(v);
       }
+      for (int i = 0; i < kLanes; ++i) best_left_out = std::max(best_left_out, blocks_left_out[i]);
       bool tie = left_out && best_left_out == value[beam - 1];
       for (int64_t i = 0; i + 1 < beam; ++i) tie = tie || value[i] == value[i + 1];
       if (tie) unordered = true;
@@ -265,7 +296,7 @@ std::vector<DecodedCaption> beam_search(
   WordHistory history(batch * beam, options);
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
-    auto log_probs = torch::log_softmax(step.logits.to(torch::kFloat), 1);  // [B*K, V]
+    auto log_probs = log_softmax_rows(step.logits.to(torch::kFloat));  // [B*K, V]
     forbid_words(log_probs, t, options);
     history.forbid(log_probs);
     keep_an_exit(log_probs, options);

@@ -198,8 +198,11 @@ TEST_F(BeamSearchTest, NBestListsTheFinishedCaptionsBestFirst) {
 // with dead slots (-inf) and forbidden words, one image and several; ties and NaN, which it hands
 // to topk, give topk's own answer.
 TEST_F(BeamSearchTest, BestExtensionsAreTopkOfTheSums) {
-  const int64_t K = 5, V = 37;
-  for (const int64_t images : {1, 3}) {
+  const int64_t K = 5;
+  // 37 words: two blocks of 16 and a tail; 200: blocks the scan passes over whole.
+  for (const auto& shape :
+       std::initializer_list<std::pair<int64_t, int64_t>>{{1, 37}, {3, 37}, {1, 200}, {3, 200}}) {
+    const int64_t images = shape.first, V = shape.second;
     auto scores = torch::randn({images, K});
     scores.select(1, 3).fill_(-std::numeric_limits<float>::infinity());  // a dead slot
     auto log_probs = torch::log_softmax(torch::randn({images * K, V}), 1);
@@ -210,10 +213,21 @@ TEST_F(BeamSearchTest, BestExtensionsAreTopkOfTheSums) {
       const auto [actual_scores, actual_index] = best_extensions(scores, log_probs, beam(K));
       const auto same =
           (actual_scores == expected_scores) | (actual_scores.isnan() & expected_scores.isnan());
-      EXPECT_TRUE(same.all().item<bool>()) << what << ", " << images << " images";
-      EXPECT_TRUE(torch::equal(actual_index, expected_index)) << what << ", " << images << " images";
+      EXPECT_TRUE(same.all().item<bool>()) << what << ", " << images << " images, " << V << " words";
+      EXPECT_TRUE(torch::equal(actual_index, expected_index))
+          << what << ", " << images << " images, " << V << " words";
     };
     check("distinct sums");
+    {
+      // The K-th best sum again, elsewhere in its slot's row: a tie at the K-th.
+      const int64_t kth = std::get<1>(best_extensions(scores, log_probs, beam(K)))[0][K - 1].item<int64_t>();
+      auto row = log_probs[kth / V];
+      const int64_t other = kth % V >= 16 ? kth % V - 16 : kth % V + 16;  // in another block of 16
+      const float tied = row[kth % V].item<float>(), saved = row[other].item<float>();
+      row[other] = tied;
+      check("a tie at the K-th");
+      row[other] = saved;
+    }
     log_probs[0][7] = log_probs[0][5].item<float>();  // a tie among the best of slot 0
     log_probs[0][9] = log_probs[0][5].item<float>();
     scores[0][1] = scores[0][0].item<float>();
