@@ -169,6 +169,9 @@ std::vector<int64_t> parameter_versions(const torch::nn::Module& module) {
 }
 
 DecoderState DecoderState::index_select(const torch::Tensor& index) const {
+  if (grid_beams != 1)
+    throw std::logic_error(
+        "DecoderState::index_select: the rows share their image's grid; reorder_beams moves them");
   DecoderState selected = reorder_beams(index);
   if (memory.keys.defined()) selected.memory = memory.index_select(index);
   selected.grid_keys = rows_of(grid_keys, index);
@@ -209,15 +212,6 @@ std::vector<int64_t> checked_lengths(
     }
   }
   return length;
-}
-
-DecoderState CaptionDecoderImpl::for_beams(const DecoderState& state, int64_t beams) {
-  // Any member with a row per image tells how many there are: h (LSTM), the grid's keys (Transformer).
-  const torch::Tensor& per_image = state.h.defined()         ? state.h
-                                   : state.grid_keys.empty() ? state.memory.keys
-                                                             : state.grid_keys.front();
-  const auto rows = torch::arange(per_image.size(0), per_image.options().dtype(torch::kLong));
-  return state.index_select(rows.repeat_interleave(beams));
 }
 
 CaptionDecoder build_decoder(const DecoderOptions& options) {

@@ -178,9 +178,11 @@ struct DecoderState {
   // transposed) and [B, N, t, K], and the cross-attention's keys and values of the grid,
   // [B, N, K, L] and [B, N, L, K] (once per image).
   std::vector<torch::Tensor> word_keys, word_values, grid_keys, grid_values;
-  int64_t steps = 0;  // words read so far (the Transformer's next position)
+  int64_t grid_beams = 1;  // rows per row of grid_keys and grid_values: an image's beams share them
+  int64_t steps = 0;       // words read so far (the Transformer's next position)
 
   // Rows `index` [B'] of everything, in that order: reorders beams or expands images to beams.
+  // Refused (std::logic_error) where beams share the grid (grid_beams > 1): use reorder_beams.
   DecoderState index_select(const torch::Tensor& index) const;
   // Rows `index` [B] of what differs between the beams of one image (h, c, the previous alpha,
   // the words' keys and values), for an index that only moves rows within their image: what
@@ -219,9 +221,10 @@ class CaptionDecoderImpl : public torch::nn::Module {
   virtual DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) = 0;
 
   // `state` [B rows] for beam search: each image's row repeated `beams` times, rows b K ..
-  // b K + K - 1. By default every member is copied per beam; a decoder may keep what comes from
-  // the grid once per image (the LSTM's attention memory: AttentionImpl::for_beams).
-  virtual DecoderState for_beams(const DecoderState& state, int64_t beams);
+  // b K + K - 1, what comes from the grid kept once per image where the decoder's kernels read it
+  // so (the LSTM's attention memory: AttentionImpl::for_beams; the Transformer's grid keys and
+  // values).
+  virtual DecoderState for_beams(const DecoderState& state, int64_t beams) = 0;
 
   // One step from `state` given the previous words [B] (int64; <start> first). The same model as
   // forward: feeding forward's tokens one by one reproduces its logits and alphas. `read` and

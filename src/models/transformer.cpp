@@ -10,6 +10,7 @@
 
 #include "base/enum_names.h"
 #include "config/config.h"
+#include "kernels/attention_kernels.h"
 #include "models/grid_position.h"
 
 namespace saccade {
@@ -52,20 +53,47 @@ HeadsOutput TransformerAttentionImpl::attend(
     const torch::Tensor& mask,
     PackedWeights packed) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dim_ / heads_));
-  torch::Tensor scores = torch::matmul(q * scale, keys_t);  // [B, N, T, S]
+  const int64_t rows = q.size(0), beams = rows / keys_t.size(0);
+  if (beams * keys_t.size(0) != rows || v.size(0) != keys_t.size(0)) {
+    throw std::invalid_argument(
+        "attention of queries " + c10::str(q.sizes()) + " over keys " + c10::str(keys_t.sizes()) +
+        ": not a whole number of query rows per row of keys and values " + c10::str(v.sizes()));
+  }
+  const bool gradient =
+      torch::GradMode::is_enabled() && (q.requires_grad() || keys_t.requires_grad() || v.requires_grad());
+  if (q.size(2) == 1 && !mask.defined() && !(is_training() && dropout_ > 0.0) && (beams == 1 || !gradient)) {
+    // One query per row and head, as a decoding step has: both products are weighted sums of
+    // rows, by the expected-value kernel, which reads an image's keys and values once for all
+    // its beams. matmul ran them as one tiny GEMM per row and head (40 per layer for five beams).
+    const auto weights =
+        torch::softmax(expected_value(q.squeeze(2) * scale, keys_t, beams), -1);  // [B, N, S]
+    const auto read = expected_value(weights, v, beams).view({rows, 1, dim_});    // [B, 1, D]
+    return {linear(packed, read, out_proj->weight, out_proj->bias), weights.unsqueeze(2)};
+  }
+  const auto per_row = [beams](const torch::Tensor& x) {
+    return beams > 1 ? x.repeat_interleave(beams, 0) : x;
+  };
+  torch::Tensor scores = torch::matmul(q * scale, per_row(keys_t));  // [B, N, T, S]
   if (mask.defined()) scores = scores + mask;
   const torch::Tensor weights = torch::softmax(scores, -1);
-  const torch::Tensor read =
-      torch::matmul(F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training())), v);
+  const torch::Tensor read = torch::matmul(
+      F::dropout(weights, F::DropoutFuncOptions().p(dropout_).training(is_training())), per_row(v));
   const torch::Tensor merged = read.transpose(1, 2).reshape({q.size(0), q.size(2), dim_});  // [B, T, D]
   return {linear(packed, merged, out_proj->weight, out_proj->bias), weights};
 }
 
+std::vector<torch::Tensor> TransformerAttentionImpl::project_all(
+    const torch::Tensor& x, PackedWeights packed) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& part : linear(packed, x, in_proj_weight, in_proj_bias).chunk(3, -1))  // one product
+    parts.push_back(split_heads(part));
+  return parts;
+}
+
 HeadsOutput TransformerAttentionImpl::forward(
     const torch::Tensor& x, const torch::Tensor& mask, PackedWeights packed) {
-  const auto qkv = linear(packed, x, in_proj_weight, in_proj_bias).chunk(3, -1);  // one GEMM for all three
-  return attend(
-      split_heads(qkv[0]), split_heads(qkv[1]).transpose(-2, -1), split_heads(qkv[2]), mask, packed);
+  const auto qkv = project_all(x, packed);
+  return attend(qkv[0], qkv[1].transpose(-2, -1), qkv[2], mask, packed);
 }
 
 namespace {
@@ -119,14 +147,14 @@ DecoderLayerOutput TransformerDecoderLayerImpl::forward(
     const torch::Tensor& mask,
     PackedWeights packed) {
   DecoderLayerOutput out;
-  out.keys_t = self_attn->project(x, 1, packed).transpose(-2, -1);
-  out.values = self_attn->project(x, 2, packed);
+  const auto qkv = self_attn->project_all(x, packed);
+  out.keys_t = qkv[1].transpose(-2, -1);
+  out.values = qkv[2];
   if (past_keys_t.defined()) {
     out.keys_t = torch::cat({past_keys_t, out.keys_t}, 3);
     out.values = torch::cat({past_values, out.values}, 2);
   }
-  const HeadsOutput own =
-      self_attn->attend(self_attn->project(x, 0, packed), out.keys_t, out.values, mask, packed);
+  const HeadsOutput own = self_attn->attend(qkv[0], out.keys_t, out.values, mask, packed);
   const torch::Tensor words = norm1(x + dropout(own.output));
   const HeadsOutput read =
       multihead_attn->attend(multihead_attn->project(words, 0, packed), grid_keys_t, grid_values, {}, packed);

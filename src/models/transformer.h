@@ -73,9 +73,13 @@ class TransformerAttentionImpl : public torch::nn::Module {
   // [B, T, D] -> [B, N, T, K] through rows part*D .. (part+1)*D - 1 of in_proj (0 queries,
   // 1 keys, 2 values).
   torch::Tensor project(const torch::Tensor& x, int64_t part, PackedWeights packed = {});
-  // Attention of queries q [B, N, T, K] over keys given transposed, keys_t [B, N, K, S] (a cache
-  // kept so is read as it lies, with no copy per step), and values v [B, N, S, K]; mask as above
-  // ([T, S]).
+  // All three parts by one product: queries, keys, values, each [B, N, T, K].
+  std::vector<torch::Tensor> project_all(const torch::Tensor& x, PackedWeights packed = {});
+  // Attention of queries q [B, N, T, K] over keys given transposed, keys_t [B', N, K, S] (a cache
+  // kept so is read as it lies, with no copy per step), and values v [B', N, S, K]; mask as above
+  // ([T, S]). B' = B / R: R rows of queries (an image's beams) share each row of keys and values;
+  // no gradient flows through shared ones. One query per row (T = 1, a decoding step) goes
+  // through the CPU's expected-value kernel (kernels/attention_kernels.h).
   HeadsOutput attend(
       const torch::Tensor& q,
       const torch::Tensor& keys_t,

@@ -121,7 +121,7 @@ DecoderStep TransformerDecoderImpl::step(
   if (state.grid_keys.size() != layers->size()) {
     throw std::invalid_argument("step needs a state from this decoder's init_state");
   }
-  const int64_t rows = state.grid_keys.front().size(0);
+  const int64_t rows = state.grid_keys.front().size(0) * state.grid_beams;
   if (prev_tokens.dim() != 1 || prev_tokens.size(0) != rows) {
     throw std::invalid_argument(
         "step expects previous tokens [" + std::to_string(rows) + "], got " + c10::str(prev_tokens.sizes()));
@@ -134,6 +134,17 @@ DecoderStep TransformerDecoderImpl::step(
   step.logits = logits(x.squeeze(1), packed);  // [B, V]
   step.alpha = maps.squeeze(2);                // [B, N, L]
   return step;
+}
+
+DecoderState TransformerDecoderImpl::for_beams(const DecoderState& state, int64_t beams) {
+  if (state.grid_keys.empty())
+    throw std::invalid_argument("for_beams needs a state from this decoder's init_state");
+  const int64_t rows = state.grid_keys.front().size(0) * state.grid_beams;
+  const auto index =
+      torch::arange(rows, state.grid_keys.front().options().dtype(torch::kLong)).repeat_interleave(beams);
+  DecoderState expanded = state.reorder_beams(index);  // the words read so far, if any
+  expanded.grid_beams = state.grid_beams * beams;
+  return expanded;
 }
 
 }  // namespace saccade

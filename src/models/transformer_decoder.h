@@ -15,8 +15,9 @@
 //   logits = x_t W_o^T + b_o                                       (W_o = E when tied_embeddings)
 // Training runs all T positions in one pass under the causal mask: position t never sees a later
 // word. Decoding keeps, per layer, the keys and values of the words read so far (DecoderState
-// word_keys/word_values) and the grid's (grid_keys/grid_values, once per image): a step projects
-// only the new word and attends over t + 1 keys, so it costs O(t), not a pass over the prefix.
+// word_keys/word_values) and the grid's (grid_keys/grid_values, once per image, shared by its
+// beams): a step projects only the new word and attends over t + 1 keys, so it costs O(t), not a
+// pass over the prefix.
 // The keys are kept transposed and contiguous, [B, N, K, t], as the scores' product reads them.
 // Products that need no gradient run on packed copies of the weights, kept while the weights do
 // not change (kernels/packed_linear.h; bf16 copies inside a bf16 InferencePrecision); so one
@@ -62,6 +63,8 @@ class TransformerDecoderImpl : public CaptionDecoderImpl {
       const torch::Tensor& prev_tokens,
       HardRead read = HardRead::argmax,
       const torch::Tensor& locations = {}) override;
+  // The beams of an image share its grid's keys and values (DecoderState::grid_beams).
+  DecoderState for_beams(const DecoderState& state, int64_t beams) override;
 
   torch::nn::Embedding embedding{nullptr};
   torch::nn::Linear grid_proj{nullptr};

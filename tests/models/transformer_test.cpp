@@ -446,21 +446,28 @@ TEST(TransformerDecoder, InferenceRunsOnPackedWeightsThatFollowUpdatesAndBf16) {
 }
 
 TEST(TransformerDecoder, ReorderedBeamsCarryTheirOwnWords) {
-  // Two images expanded to two beams each; after a step the beams swap within each image. The next
-  // step of a beam must equal what its new history gives when decoded on its own.
+  // Two images expanded to two beams each, the grid copied per beam or shared by the image's
+  // beams (for_beams); after a step the beams swap within each image. The next step of a beam
+  // must equal what its new history gives when decoded on its own.
   torch::manual_seed(15);
   TransformerDecoder decoder(tiny_transformer());
   decoder->eval();
   const auto annotations = torch::randn({2, 4, 6});
   const auto expanded = torch::tensor({0, 0, 1, 1});
   const auto first = torch::tensor({1, 2, 3, 4}), second = torch::tensor({5, 6, 7, 8});
-  DecoderState state = decoder->init_state(annotations).index_select(expanded);
-  state = decoder->step(state, first).state.reorder_beams(torch::tensor({1, 0, 3, 2}));
-  const auto reordered = decoder->step(state, second).logits;
   const auto alone = decoder->forward(
       annotations.index_select(0, expanded), torch::stack({torch::tensor({2, 1, 4, 3}), second}, 1),
       torch::full({4}, 2));
-  EXPECT_TRUE(torch::allclose(reordered, alone.logits.select(1, 1), 1e-5, 1e-5));
+  const DecoderState shared = decoder->for_beams(decoder->init_state(annotations), 2);
+  EXPECT_EQ(shared.grid_beams, 2);
+  EXPECT_EQ(shared.grid_keys.front().size(0), 2);
+  EXPECT_THROW(shared.index_select(expanded), std::logic_error);
+  for (DecoderState state : {decoder->init_state(annotations).index_select(expanded), shared}) {
+    state = decoder->step(state, first).state.reorder_beams(torch::tensor({1, 0, 3, 2}));
+    const auto reordered = decoder->step(state, second).logits;
+    EXPECT_TRUE(torch::allclose(reordered, alone.logits.select(1, 1), 1e-5, 1e-5))
+        << "grid shared by " << state.grid_beams << " beams";
+  }
 }
 
 TEST(TransformerDecoder, GradientsMatchFiniteDifferences) {
