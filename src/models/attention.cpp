@@ -155,10 +155,42 @@ torch::Tensor AttentionImpl::combine(const torch::Tensor& glimpses) {
   return glimpses.squeeze(1);  // [B, D]
 }
 
+bool AttentionImpl::beams_can_share(const AttentionMemory& memory) {
+  return best_kernel_isa() != KernelIsa::none && takes_cpu_kernels(memory.keys) &&
+         takes_cpu_kernels(memory.values) && memory.beams == 1;
+}
+
+AttentionMemory AttentionImpl::shared_by_beams(const AttentionMemory& memory, int64_t beams) {
+  const auto per_beam = [&](const torch::Tensor& x) {
+    return x.defined() ? x.repeat_interleave(beams, 0) : x;
+  };
+  AttentionMemory shared = memory;
+  shared.mask = per_beam(memory.mask);
+  shared.previous_alpha = per_beam(memory.previous_alpha);
+  shared.beams = beams;
+  return shared;
+}
+
+torch::Tensor AttentionImpl::dot_scores(const AttentionMemory& memory, const torch::Tensor& q) {
+  if (memory.keys_t.defined()) {
+    const auto per_head = q.reshape({q.size(0), memory.keys_t.size(1), memory.keys_t.size(2)});  // [B, N, A]
+    return expected_value(per_head, memory.keys_t, memory.beams);                                // [B, N, L]
+  }
+  if (memory.keys.dim() == 3) return torch::bmm(memory.keys, q.unsqueeze(2)).transpose(1, 2);  // [B, 1, L]
+  const int64_t heads = memory.keys.size(1), head_dim = memory.keys.size(3);
+  return torch::matmul(memory.keys, q.reshape({q.size(0), heads, head_dim, 1})).squeeze(-1);  // [B, N, L]
+}
+
 AttentionMemory AttentionImpl::for_beams(const AttentionMemory& memory, int64_t beams) {
   TORCH_CHECK(memory.beams == 1, "for_beams: the memory already holds beams");
-  const auto rows = torch::arange(memory.size(), memory.keys.options().dtype(torch::kLong));
-  return memory.index_select(rows.repeat_interleave(beams));
+  if (!beams_can_share(memory)) {
+    const auto rows = torch::arange(memory.size(), memory.keys.options().dtype(torch::kLong));
+    return memory.index_select(rows.repeat_interleave(beams));
+  }
+  AttentionMemory shared = shared_by_beams(memory, beams);
+  const auto heads = memory.keys.dim() == 3 ? memory.keys.unsqueeze(1) : memory.keys;  // [B, N, L, A]
+  shared.keys_t = heads.transpose(-2, -1).contiguous();                                // [B, N, A, L]
+  return shared;
 }
 
 AttentionStep AttentionImpl::attend(
@@ -198,18 +230,10 @@ torch::Tensor AdditiveAttentionImpl::scores(const AttentionMemory& memory, const
 }
 
 AttentionMemory AdditiveAttentionImpl::for_beams(const AttentionMemory& memory, int64_t beams) {
-  // The scores and the read take shared keys and values where the CPU kernels run them; elsewhere
-  // the plain ops would copy them per beam at every step, so they are copied once here.
-  const bool kernels = best_kernel_isa() != KernelIsa::none && takes_cpu_kernels(memory.keys) &&
-                       takes_cpu_kernels(memory.values) && memory.beams == 1;
-  if (!kernels) return AttentionImpl::for_beams(memory, beams);
-  const auto per_beam = [&](const torch::Tensor& x) {
-    return x.defined() ? x.repeat_interleave(beams, 0) : x;
-  };
-  AttentionMemory shared = memory;
-  shared.mask = per_beam(memory.mask);
-  shared.previous_alpha = per_beam(memory.previous_alpha);
-  shared.beams = beams;
+  // The additive kernel reads the keys as they lie; elsewhere the plain ops would copy them per
+  // beam at every step, so they are copied once (AttentionImpl::for_beams).
+  if (!beams_can_share(memory)) return AttentionImpl::for_beams(memory, beams);
+  AttentionMemory shared = shared_by_beams(memory, beams);
   if (!shared.shared_keys) shared.shared_keys = std::make_shared<TimeSharedTensor>(memory.keys);
   return shared;
 }
@@ -226,8 +250,8 @@ torch::Tensor DotAttentionImpl::memory_keys(const torch::Tensor& annotations, An
 }
 
 torch::Tensor DotAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
-  auto e = torch::bmm(memory.keys, q.unsqueeze(2)).transpose(1, 2);  // [B, 1, L]
-  return scale_ == 1.0 ? e : e * scale_;                             // [B, 1, L]
+  auto e = dot_scores(memory, q);         // [B, 1, L]
+  return scale_ == 1.0 ? e : e * scale_;  // [B, 1, L]
 }
 
 GeneralAttentionImpl::GeneralAttentionImpl(const AttentionOptions& options) : AttentionImpl(options) {
@@ -242,7 +266,7 @@ torch::Tensor GeneralAttentionImpl::memory_keys(
 }
 
 torch::Tensor GeneralAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
-  return torch::bmm(memory.keys, q.unsqueeze(2)).transpose(1, 2);  // [B, 1, L]  h^T W a_i
+  return dot_scores(memory, q);  // [B, 1, L]  h^T W a_i
 }
 
 MultiheadAttentionImpl::MultiheadAttentionImpl(const AttentionOptions& options) : AttentionImpl(options) {
@@ -270,9 +294,7 @@ torch::Tensor MultiheadAttentionImpl::memory_values(
 }
 
 torch::Tensor MultiheadAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
-  const int64_t heads = options_.heads, head_dim = options_.dim / options_.heads;
-  const auto per_head = q.reshape({q.size(0), heads, head_dim, 1});                       // [B, N, K, 1]
-  return torch::matmul(memory.keys, per_head).squeeze(-1) / std::sqrt(double(head_dim));  // [B, N, L]
+  return dot_scores(memory, q) / std::sqrt(double(options_.dim / options_.heads));  // [B, N, L]
 }
 
 torch::Tensor MultiheadAttentionImpl::combine(const torch::Tensor& glimpses) {

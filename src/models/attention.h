@@ -110,6 +110,10 @@ struct AttentionMemory {
   // Rows per image: 1, or R beams whose rows b R .. b R + R - 1 all read image b's keys and
   // values, kept once (AttentionImpl::for_beams); mask and previous_alpha have a row per beam.
   int64_t beams = 1;
+  // The keys transposed, [B, N, A, L] (N = 1 but for multihead), where for_beams shares them
+  // between the beams of the kinds whose scores are dot products: the expected-value kernel
+  // (kernels/attention_kernels.h) reads an image's keys once for all its beams in that layout.
+  torch::Tensor keys_t;
 
   // Number of rows: images times beams.
   int64_t size() const { return keys.size(0) * beams; }
@@ -202,9 +206,10 @@ class AttentionImpl : public torch::nn::Module {
   // Maps the per-head glimpses [B, N, Dv] to the context [B, D] (identity for one head).
   virtual torch::Tensor combine(const torch::Tensor& glimpses);
 
-  // `memory` for beam search: each image's rows repeated `beams` times, b K .. b K + K - 1. This
-  // copies the keys and values per beam; kinds whose scores read them shared (additive, local)
-  // keep one copy per image where the CPU kernels run (AttentionMemory::beams).
+  // `memory` for beam search: each image's rows repeated `beams` times, b K .. b K + K - 1.
+  // Where the CPU kernels run, the keys and values stay one copy per image (AttentionMemory::beams):
+  // the dot-product kinds keep their keys transposed (keys_t), additive and local read them as
+  // they are; elsewhere they are copied per beam.
   virtual AttentionMemory for_beams(const AttentionMemory& memory, int64_t beams);
 
   // One step from a projected query q [B, Q]: mask, softmax over L, read, combine.
@@ -222,6 +227,14 @@ class AttentionImpl : public torch::nn::Module {
  protected:
   // The keys of annotations [B, L, D]: [B, L, A] (or per head [B, N, L, K]).
   virtual torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) = 0;
+  // Whether for_beams may keep one copy per image of `memory`'s keys and values.
+  static bool beams_can_share(const AttentionMemory& memory);
+  // `memory` with a row of mask and previous_alpha per beam and `beams` rows per image of the rest.
+  static AttentionMemory shared_by_beams(const AttentionMemory& memory, int64_t beams);
+  // Dot-product scores [B, N, L] of q [B, N * A] against keys [B, L, A] or [B, N, L, A], or
+  // against memory.keys_t where beams share them.
+  static torch::Tensor dot_scores(const AttentionMemory& memory, const torch::Tensor& q);
+
   // What alpha averages, [B, N, L, Dv]: the annotations as one head unless a kind says otherwise.
   virtual torch::Tensor memory_values(const torch::Tensor& annotations, AnnotationProjector& project);
   // Whether alpha keeps its head dimension ([B, N, L]) in AttentionStep.

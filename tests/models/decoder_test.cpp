@@ -305,12 +305,12 @@ TEST_F(DecoderTest, StateExpandsForBeams) {
   EXPECT_EQ(expanded.state.memory.size(), 4);
 }
 
-// for_beams keeps one copy of an image's keys and values for its beams where the kinds' kernels
-// read them shared (additive, local), copies them elsewhere (multihead); either way two steps,
-// with a reordering of the beams between them, give the logits of a state expanded row by row.
+// for_beams keeps one copy of an image's keys and values for its beams where the CPU kernels run
+// (the dot-product kinds' keys transposed); two steps, with a reordering of the beams between
+// them, give the logits of a state expanded row by row.
 TEST_F(DecoderTest, ForBeamsSharesTheGridWhereTheKernelsReadIt) {
   torch::NoGradGuard no_grad;
-  for (const std::string kind : {"additive", "local", "multihead"}) {
+  for (const std::string kind : {"additive", "local", "dot", "scaled_dot", "general", "multihead"}) {
     auto options = small_options(kind);
     options.grid = {3, 3};
     options.attention_window = 1;
@@ -319,9 +319,11 @@ TEST_F(DecoderTest, ForBeamsSharesTheGridWhereTheKernelsReadIt) {
     const auto batch = small_batch(torch::kFloat, 9);  // 3 images of 3 x 3 cells
     const auto state = decoder->init_state(batch.annotations);
     const auto beams = decoder->for_beams(state, 2);
-    const bool shared = kind != "multihead" && best_kernel_isa() != KernelIsa::none;
+    const bool shared = best_kernel_isa() != KernelIsa::none;
+    const bool dot_product = kind != "additive" && kind != "local";
     EXPECT_EQ(beams.memory.beams, shared ? 2 : 1) << kind;
     EXPECT_EQ(beams.memory.keys.size(0), shared ? 3 : 6) << kind;
+    EXPECT_EQ(beams.memory.keys_t.defined(), shared && dot_product) << kind;
     EXPECT_EQ(beams.memory.size(), 6) << kind;
     auto copied = state.index_select(torch::tensor({0, 0, 1, 1, 2, 2}, torch::kLong));
     auto beamed = beams;
