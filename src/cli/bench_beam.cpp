@@ -130,11 +130,23 @@ void print_products(int64_t rows) {
   }
 }
 
+// The peers' decoder, with the attention kind the config names (decoder.attention.kind, heads,
+// window): the kinds' decoding side by side. L = 196 is a 14 x 14 grid.
+DecoderOptions bench_decoder_options(const Config& config) {
+  DecoderOptions options = peer_decoder_options(config);
+  if (options.kind != DecoderKind::lstm) return options;
+  options.attention_kind = config.get<std::string>("decoder.attention.kind");
+  options.attention_heads = config.get<int64_t>("decoder.attention.heads");
+  options.attention_window = config.get<int64_t>("decoder.attention.window");
+  options.grid = {14, 14};
+  return options;
+}
+
 }  // namespace
 
 int bench_beam(const Job& job) {
   torch::manual_seed(0);
-  const DecoderOptions options = peer_decoder_options(job.composition.config);
+  const DecoderOptions options = bench_decoder_options(job.composition.config);
   CaptionDecoder decoder = build_decoder(options);
   decoder->eval();
   decoder->to(job.placement.device);

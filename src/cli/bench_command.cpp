@@ -50,8 +50,11 @@ std::string describe_decoder(const DecoderOptions& o) {
         text, sizeof(text),
         "LSTM decoder: D=%ld A=%ld E=%ld H=%ld V=%ld, %s attention, %s gate, deep output %s, dropout %.1f",
         long(o.annotation_dim), long(o.attention_dim), long(o.embed_dim), long(o.hidden_dim),
-        long(o.vocab_size), o.attention_kind.c_str(), to_string(o.gate).c_str(), o.deep_output ? "on" : "off",
-        o.dropout);
+        long(o.vocab_size),
+        (o.attention_kind +
+         (o.attention_kind == "multihead" ? " (" + std::to_string(o.attention_heads) + " heads)" : ""))
+            .c_str(),
+        to_string(o.gate).c_str(), o.deep_output ? "on" : "off", o.dropout);
   }
   return text;
 }
@@ -85,7 +88,10 @@ const std::vector<BenchCase>& bench_cases() {
        bench_scst},
       {"loader", "images/s: decode+resize from files, reads from the image cache, whole loader batches",
        bench_loader},
-      {"beam", "caption search ms/image: greedy and beam 1, 3, 5; one image and 32 at once", bench_beam},
+      {"beam",
+       "caption search ms/image: greedy and beam 1, 3, 5; one image and 32 at once (decoder.attention.kind "
+       "picks the LSTM's attention)",
+       bench_beam},
       {"encoder",
        "images/s of ResNet-50/101 and VGG-19 (or encoder=<name>) at 224 and 448 px, batch 1 and 8: "
        "LibTorch modules beside oneDNN with prepared weights (and in bf16 on CPUs with AVX-512 BF16)",
