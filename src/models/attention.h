@@ -110,9 +110,9 @@ struct AttentionMemory {
   // Rows per image: 1, or R beams whose rows b R .. b R + R - 1 all read image b's keys and
   // values, kept once (AttentionImpl::for_beams); mask and previous_alpha have a row per beam.
   int64_t beams = 1;
-  // The keys transposed, [B, N, A, L] (N = 1 but for multihead), where for_beams shares them
-  // between the beams of the kinds whose scores are dot products: the expected-value kernel
-  // (kernels/attention_kernels.h) reads an image's keys once for all its beams in that layout.
+  // The keys transposed, [B, N, A, L] (N = 1 but for multihead), for the kinds whose scores are
+  // dot products where no gradient is needed and the CPU kernels run: the expected-value kernel
+  // (kernels/attention_kernels.h) reads them in that layout, an image's once for all its beams.
   torch::Tensor keys_t;
 
   // Number of rows: images times beams.
@@ -227,18 +227,22 @@ class AttentionImpl : public torch::nn::Module {
  protected:
   // The keys of annotations [B, L, D]: [B, L, A] (or per head [B, N, L, K]).
   virtual torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) = 0;
+  // keys [B, L, A] or [B, N, L, A] -> [B, N, A, L], contiguous.
+  static torch::Tensor transposed_keys(const torch::Tensor& keys);
   // Whether for_beams may keep one copy per image of `memory`'s keys and values.
   static bool beams_can_share(const AttentionMemory& memory);
   // `memory` with a row of mask and previous_alpha per beam and `beams` rows per image of the rest.
   static AttentionMemory shared_by_beams(const AttentionMemory& memory, int64_t beams);
   // Dot-product scores [B, N, L] of q [B, N * A] against keys [B, L, A] or [B, N, L, A], or
-  // against memory.keys_t where beams share them.
+  // against memory.keys_t where it is kept.
   static torch::Tensor dot_scores(const AttentionMemory& memory, const torch::Tensor& q);
 
   // What alpha averages, [B, N, L, Dv]: the annotations as one head unless a kind says otherwise.
   virtual torch::Tensor memory_values(const torch::Tensor& annotations, AnnotationProjector& project);
   // Whether alpha keeps its head dimension ([B, N, L]) in AttentionStep.
   virtual bool keeps_heads() const { return false; }
+  // Whether the scores are dot products of the query with the keys (dot_scores).
+  virtual bool dot_product_scores() const { return false; }
 
   AttentionOptions options_;
 };
@@ -257,6 +261,7 @@ class DotAttentionImpl : public AttentionImpl {
 
  protected:
   torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
+  bool dot_product_scores() const override { return true; }
 
  private:
   double scale_ = 1.0;  // 1 for dot, 1/sqrt(A) for scaled_dot
@@ -288,6 +293,7 @@ class GeneralAttentionImpl : public AttentionImpl {
 
  protected:
   torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
+  bool dot_product_scores() const override { return true; }
 };
 
 // multihead: N heads of scaled dot-product attention with K = A/N. Parameters: key [A, D] + bias,
@@ -307,6 +313,7 @@ class MultiheadAttentionImpl : public AttentionImpl {
   torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) override;
   torch::Tensor memory_values(const torch::Tensor& annotations, AnnotationProjector& project) override;
   bool keeps_heads() const override { return true; }
+  bool dot_product_scores() const override { return true; }
 
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, L, A] -> [B, N, L, K]

@@ -162,22 +162,31 @@ TEST_F(DecoderTest, ReorderingBeamsMovesTheirPreviousAlphaAndKeepsTheKeys) {
   EXPECT_EQ(reordered.memory.keys.data_ptr(), state.memory.keys.data_ptr());  // not copied
 }
 
+// Steps with gradients take the plain ops; without (as decoding runs them), the kernels: the
+// dot-product kinds' transposed keys among them. Both reproduce forward, which takes gradients.
 TEST_F(DecoderTest, StepReproducesForward) {
-  for (const std::string kind : {"additive", "general", "multihead"}) {
+  for (const std::string kind : {"additive", "dot", "scaled_dot", "general", "multihead"}) {
     for (bool deep_output : {false, true}) {
       AttentionLSTMDecoder decoder(small_options(kind, Gate::vector, deep_output));
       decoder->eval();  // dropout off
       const auto batch = small_batch();
       const auto forward = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
-      auto state = decoder->init_state(batch.annotations);
-      for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
-        const auto step = decoder->step(state, batch.tokens.select(1, t));
-        state = step.state;
-        for (int64_t b = 0; b < 3; ++b) {
-          if (t >= batch.lengths[b].item<int64_t>()) continue;
-          EXPECT_LT(max_diff(step.logits[b], forward.logits[b][t]), 1e-5) << kind << " b=" << b << " t=" << t;
-          EXPECT_LT(max_diff(step.alpha[b], forward.alphas[b][t]), 1e-6) << kind << " b=" << b << " t=" << t;
-          EXPECT_LT(max_diff(step.gate[b], forward.gates[b][t]), 1e-6) << kind << " b=" << b << " t=" << t;
+      for (const bool gradients : {true, false}) {
+        torch::AutoGradMode grad_mode(gradients);
+        auto state = decoder->init_state(batch.annotations);
+        const bool transposed = !gradients && kind != "additive" && best_kernel_isa() != KernelIsa::none;
+        EXPECT_EQ(state.memory.keys_t.defined(), transposed) << kind;
+        for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
+          const auto step = decoder->step(state, batch.tokens.select(1, t));
+          state = step.state;
+          for (int64_t b = 0; b < 3; ++b) {
+            if (t >= batch.lengths[b].item<int64_t>()) continue;
+            const std::string where = kind + (gradients ? "" : " without gradients") +
+                                      " b=" + std::to_string(b) + " t=" + std::to_string(t);
+            EXPECT_LT(max_diff(step.logits[b], forward.logits[b][t]), 1e-5) << where;
+            EXPECT_LT(max_diff(step.alpha[b], forward.alphas[b][t]), 1e-6) << where;
+            EXPECT_LT(max_diff(step.gate[b], forward.gates[b][t]), 1e-6) << where;
+          }
         }
       }
     }
