@@ -34,6 +34,40 @@ constexpr int64_t kDepth = 128;
 // Most rows of x packed per pass ([kChunkRows, K] stays in L2 and L3 while the panels stream by).
 constexpr int64_t kChunkRows = 16 * kBlockRows;
 
+// Rows per chunk of M rows on `threads` threads. With a chunk per thread or more, the chunks are
+// as even as whole blocks allow and as many as a multiple of the threads (196 rows as 192 and 4
+// had left one of two threads idle); with fewer, the threads share each chunk's panels.
+int64_t chunk_rows_for(int64_t M, int64_t threads) {
+  const int64_t chunks = (M + kChunkRows - 1) / kChunkRows;
+  if (chunks < threads) return kChunkRows;
+  const int64_t even_chunks = (chunks + threads - 1) / threads * threads;
+  return ((M + even_chunks - 1) / even_chunks + kBlockRows - 1) / kBlockRows * kBlockRows;
+}
+
+// `rows` rows of x (K values each) as blocks of kBlockRows rows, step-major: [blocks, steps,
+// kBlockRows]; a step is one value of x, or a pair of bf16 values (X = uint32_t: the first in the
+// low half, zero past K). Each block is written in memory order, its rows read as parallel
+// streams; only the rows a block has are written, so the last block's padding is never set.
+template <typename X, typename XSource>
+void pack_rows(const XSource* x, int64_t rows, int64_t K, int64_t steps, X* packed) {
+  for (int64_t first = 0; first < rows; first += kBlockRows) {
+    const int64_t block_rows = std::min(kBlockRows, rows - first);
+    const XSource* source = x + first * K;
+    X* target = packed + first * steps;
+    for (int64_t step = 0; step < steps; ++step) {
+      for (int64_t r = 0; r < block_rows; ++r) {
+        const XSource* row = source + r * K;
+        if constexpr (std::is_same_v<X, uint32_t>) {
+          const uint32_t high = 2 * step + 1 < K ? row[2 * step + 1] : 0;
+          target[step * kBlockRows + r] = row[2 * step] | high << 16;
+        } else {
+          target[step * kBlockRows + r] = row[step];
+        }
+      }
+    }
+  }
+}
+
 // y[r, 0:columns] (+)= sum_k x[k][r] w[k][0:columns] over `depth` steps of k, for the rows r
 // of x a kernel takes, from x packed [depth][kBlockRows] and a panel slice w [depth][kPanelWidth]
 // (float, or uint16_t for bf16 weights widened as they load). For bf16 dot products a step is a
@@ -417,41 +451,14 @@ void PackedWeight::multiply(
   const int64_t w_step = panels_.numel() / (panels * steps);        // values of W per step
   const float* b_data = bias_.defined() ? bias_.data_ptr<float>() : nullptr;
   float* y_data = y.data_ptr<float>();
-  // A chunk of x in blocks of kBlockRows rows, step-major: [blocks, steps, kBlockRows]; a step is
-  // one value of x, or a pair of bf16 values (the first in the low half, zero past K). Only the
-  // rows a block has are read, so the last block's padding is never initialized.
-  // The buffer is allocated without being filled: zeroing a chunk's worth for each product took
-  // longer than multiplying 32 rows by 32 columns.
-  // With a chunk per thread or more, the chunks are as even as whole blocks allow and as many as
-  // a multiple of the threads: 196 rows as 192 and 4 had left one of two threads idle.
   const int64_t threads = at::get_num_threads();
-  int64_t chunk_size = kChunkRows, chunks = (M + kChunkRows - 1) / kChunkRows;
-  if (chunks >= threads) {
-    const int64_t even_chunks = (chunks + threads - 1) / threads * threads;
-    chunk_size = ((M + even_chunks - 1) / even_chunks + kBlockRows - 1) / kBlockRows * kBlockRows;
-    chunks = (M + chunk_size - 1) / chunk_size;
-  }
+  const int64_t chunk_size = chunk_rows_for(M, threads), chunks = (M + chunk_size - 1) / chunk_size;
+  // The buffer is allocated without being filled (pack_rows): zeroing a chunk's worth for each
+  // product took longer than multiplying 32 rows by 32 columns.
   const int64_t buffer_rows = (std::min(chunk_size, M) + kBlockRows - 1) / kBlockRows * kBlockRows;
   const auto chunk_buffer = [&] { return std::unique_ptr<X[]>(new X[buffer_rows * steps]); };
-  // Each block is written in memory order, its rows read as parallel streams.
   const auto pack_chunk = [&](int64_t chunk, X* packed_x) {
-    const int64_t chunk_rows = std::min(chunk_size, M - chunk);
-    for (int64_t first = 0; first < chunk_rows; first += kBlockRows) {
-      const int64_t rows = std::min(kBlockRows, chunk_rows - first);
-      const XSource* source = x_data + (chunk + first) * K;
-      X* target = packed_x + first * steps;
-      for (int64_t step = 0; step < steps; ++step) {
-        for (int64_t r = 0; r < rows; ++r) {
-          const XSource* row = source + r * K;
-          if constexpr (std::is_same_v<X, uint32_t>) {
-            const uint32_t high = 2 * step + 1 < K ? row[2 * step + 1] : 0;
-            target[step * kBlockRows + r] = row[2 * step] | high << 16;
-          } else {
-            target[step * kBlockRows + r] = row[step];
-          }
-        }
-      }
-    }
+    pack_rows(x_data + chunk * K, std::min(chunk_size, M - chunk), K, steps, packed_x);
   };
   const auto multiply_chunk = [&](int64_t chunk, const X* packed_x, int64_t begin, int64_t end) {
     const int64_t chunk_rows = std::min(chunk_size, M - chunk);
