@@ -19,12 +19,24 @@ SACCADE_INLINE V sigmoid_lanes(const V& x) {
   return 1.0f / (1.0f + exp_lanes(-x));
 }
 
+// The activations of one row's gates i | f | g | o at columns j .. j + W - 1.
+template <int W>
+struct GateActivations {
+  Lanes<float, W> i, f, g, o;
+
+  SACCADE_INLINE GateActivations(const float* gates, int64_t H, int64_t j)
+      : i(sigmoid_lanes(load<W>(gates + j))),
+        f(sigmoid_lanes(load<W>(gates + H + j))),
+        g(tanh_lanes(load<W>(gates + 2 * H + j))),
+        o(sigmoid_lanes(load<W>(gates + 3 * H + j))) {}
+};
+
 // One row's cell and output, W values of H at a time (a tail of W = 1 after the vectors).
 template <int W>
 SACCADE_INLINE void cell_lanes(
     const float* gates, const float* c, float* h, float* c_next, int64_t H, int64_t j) {
-  const auto i = sigmoid_lanes(load<W>(gates + j)), f = sigmoid_lanes(load<W>(gates + H + j));
-  const auto g = tanh_lanes(load<W>(gates + 2 * H + j)), o = sigmoid_lanes(load<W>(gates + 3 * H + j));
+  const GateActivations<W> gate(gates, H, j);
+  const auto &i = gate.i, &f = gate.f, &g = gate.g, &o = gate.o;
   const auto next = f * load<W>(c + j) + i * g;
   store(c_next + j, next);
   store(h + j, o * tanh_lanes(next));
@@ -42,8 +54,8 @@ SACCADE_INLINE void cell_gradient_lanes(
     int64_t H,
     int64_t j) {
   using V = Lanes<float, W>;
-  const V i = sigmoid_lanes(load<W>(gates + j)), f = sigmoid_lanes(load<W>(gates + H + j));
-  const V g = tanh_lanes(load<W>(gates + 2 * H + j)), o = sigmoid_lanes(load<W>(gates + 3 * H + j));
+  const GateActivations<W> gate(gates, H, j);
+  const V &i = gate.i, &f = gate.f, &g = gate.g, &o = gate.o;
   const V previous = load<W>(c + j);
   const V t = tanh_lanes(f * previous + i * g);
   const V dh = grad_h ? load<W>(grad_h + j) : V{};
