@@ -57,6 +57,20 @@ double max_difference(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
 }
 
+// `steps` steps of both optimizers, each on the same gradients.
+void step_both(
+    FusedAdam& fused,
+    torch::optim::Adam& plain,
+    const std::vector<torch::Tensor>& fused_parameters,
+    const std::vector<torch::Tensor>& plain_parameters,
+    int steps) {
+  for (int step = 0; step < steps; ++step) {
+    set_gradients(fused_parameters, plain_parameters, step);
+    fused.step();
+    plain.step();
+  }
+}
+
 TEST(FusedAdam, MatchesAdamStepByStep) {
   if (best_kernel_isa() == KernelIsa::none) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
   for (const double weight_decay : {0.0, 0.1}) {
@@ -64,11 +78,7 @@ TEST(FusedAdam, MatchesAdamStepByStep) {
     const auto options = torch::optim::AdamOptions(1e-2).weight_decay(weight_decay);
     auto fused = make_optimizer<FusedAdam>(fused_parameters, options);
     auto plain = make_optimizer<torch::optim::Adam>(plain_parameters, options);
-    for (int step = 0; step < 6; ++step) {
-      set_gradients(fused_parameters, plain_parameters, step);
-      fused.step();
-      plain.step();
-    }
+    step_both(fused, plain, fused_parameters, plain_parameters, 6);
     ASSERT_EQ(fused.state().size(), plain.state().size());
     for (size_t i = 0; i < fused_parameters.size(); ++i) {
       const auto& p = fused_parameters[i];
@@ -100,11 +110,7 @@ TEST(FusedAdam, LeavesWhatItDoesNotTakeToAdam) {
     const auto options = torch::optim::AdamOptions(1e-2).amsgrad(amsgrad);
     auto fused = make_optimizer<FusedAdam>(fused_parameters, options);
     auto plain = make_optimizer<torch::optim::Adam>(plain_parameters, options);
-    for (int step = 0; step < 3; ++step) {
-      set_gradients(fused_parameters, plain_parameters, step);
-      fused.step();
-      plain.step();
-    }
+    step_both(fused, plain, fused_parameters, plain_parameters, 3);
     for (size_t i = 0; i < fused_parameters.size(); ++i)
       EXPECT_TRUE(torch::equal(fused_parameters[i], plain_parameters[i])) << i << " amsgrad " << amsgrad;
   }
