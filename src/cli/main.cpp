@@ -220,6 +220,34 @@ ComposeRequest job_request(const Invocation& invocation, const std::vector<std::
   return request;
 }
 
+// Job `number` of the invocation, with `overrides`: its config composed, its runtime applied,
+// its device current and its process group joined (`group` keeps the one group of every job),
+// its settings checked before any file of the run is written.
+Job prepare_job(
+    const Invocation& invocation,
+    const std::vector<std::string>& overrides,
+    int number,
+    std::unique_ptr<ProcessGroup>& group) {
+  const CommandSpec& command = *invocation.command;
+  Job job;
+  job.invocation = &invocation;
+  job.overrides = overrides;
+  job.number = number;
+  job.composition = compose(job_request(invocation, job.overrides));
+  const Config& config = job.composition.config;
+  const RuntimeOptions runtime = runtime_options_from(config);
+  validate(runtime);
+  const DistOptions process = dist_options_from_environment(config.get<int>("dist.timeout_s"));
+  validate(process);
+  job.placement = placement_from(config, process.local_rank, process.local_world_size);
+  make_current(job.placement.device);
+  apply_runtime(runtime, process.local_world_size);
+  job.group = data_parallel_group(command, process, job.placement.device, group);
+  if (job.group != nullptr && !job.group->is_main()) log::set_console_level(log::Level::warn);
+  if (command.check != nullptr) command.check(config);
+  return job;
+}
+
 int run_jobs(const Parsed& parsed) {
   const Invocation& invocation = parsed.invocation;
   const Action action = parsed.action;
@@ -253,24 +281,8 @@ int run_jobs(const Parsed& parsed) {
   std::optional<SweepComparison> comparison;
   int worst = 0;
   for (size_t number = 0; number < job_overrides.size(); ++number) {
-    Job job;
-    job.invocation = &invocation;
-    job.overrides = job_overrides[number];
-    job.number = static_cast<int>(number);
-    job.composition = compose(job_request(invocation, job.overrides));
-    const Config& config = job.composition.config;
-    const RuntimeOptions runtime = runtime_options_from(config);
-    validate(runtime);
-    const DistOptions process = dist_options_from_environment(config.get<int>("dist.timeout_s"));
-    validate(process);
-    // Where this process computes, checked before any file of the run is written.
-    job.placement = placement_from(config, process.local_rank, process.local_world_size);
-    make_current(job.placement.device);
-    apply_runtime(runtime, process.local_world_size);
-    job.group = data_parallel_group(command, process, job.placement.device, group);
+    Job job = prepare_job(invocation, job_overrides[number], static_cast<int>(number), group);
     const bool main_rank = job.group == nullptr || job.group->is_main();
-    if (!main_rank) log::set_console_level(log::Level::warn);
-    if (command.check != nullptr) command.check(config);
     if (command.creates_run_folder) {
       // The main rank names and creates the folders; the other ranks learn where they are.
       if (invocation.multirun && sweep_dir.empty()) {
