@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "fuzz_targets.h"
+#include "io/temporaries.h"
 
 namespace saccade::fuzz {
 namespace {
@@ -29,7 +30,7 @@ struct ScratchFolder {
   ScratchFolder() { std::filesystem::create_directories(path); }
   ~ScratchFolder() {
     std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
+    remove_tree(path, ignored);
   }
 };
 

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "io/temporaries.h"
+
 namespace saccade::testing {
 namespace {
 
@@ -34,13 +36,13 @@ TempDir::TempDir() {
   static std::atomic<int> counter{0};
   path_ = std::filesystem::temp_directory_path() /
           ("saccade_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-  std::filesystem::remove_all(path_);
+  remove_tree(path_);
   std::filesystem::create_directories(path_);
 }
 
 TempDir::~TempDir() {
   std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
+  remove_tree(path_, ignored);
 }
 
 void write_file(const std::filesystem::path& path, const std::string& text) {

@@ -20,6 +20,7 @@
 #include "data/parallel.h"
 #include "data/prepare.h"
 #include "data/shapes_world.h"
+#include "io/temporaries.h"
 
 namespace saccade::cli {
 namespace {
@@ -115,7 +116,7 @@ int bench_loader(const Job& job) {
   print_rate(
       "decode+resize from files, " + std::to_string(cores) + " threads",
       images_per_second(kPhotos, cores, [&](int64_t i) { photo_files.load(i); }));
-  std::filesystem::remove_all(photo_dir);
+  remove_tree(photo_dir);
   return 0;
 }
 

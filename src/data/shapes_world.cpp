@@ -614,14 +614,14 @@ bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesyste
   }
   remove_stale_temporaries(root);
   const std::filesystem::path temporary = temporary_for(root);
-  std::filesystem::remove_all(temporary);
+  remove_tree(temporary);
   try {
     write_shapes_world(options, temporary);
-    std::filesystem::remove_all(root);
+    remove_tree(root);
     std::filesystem::rename(temporary, root);
   } catch (...) {
     std::error_code ignored;
-    std::filesystem::remove_all(temporary, ignored);
+    remove_tree(temporary, ignored);
     throw;
   }
   return true;

@@ -1,8 +1,10 @@
 // Temporaries beside their targets, and removing the ones dead processes left (see temporaries.h).
 #include "io/temporaries.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -32,6 +34,63 @@ bool process_alive(long pid) {
   if (command_end == std::string::npos || command_end + 2 >= line.size()) return true;
   const char state = line[command_end + 2];
   return state != 'Z' && state != 'X';
+}
+
+// What remove_tree did: how many entries went, and the errno of the first that could not (0 when
+// none) with its path.
+struct TreeRemoval {
+  std::uintmax_t removed = 0;
+  int error = 0;
+  std::filesystem::path failed;
+
+  bool fail(const std::filesystem::path& path, int code) {
+    error = code;
+    failed = path;
+    return false;
+  }
+};
+
+// Removes the entry `name` of the folder open as `parent` (AT_FDCWD: the working folder), what it
+// holds first; `path` names it in messages. false once something could not go.
+bool remove_entry(
+    int parent, const std::string& name, const std::filesystem::path& path, TreeRemoval& removal) {
+  struct stat info;
+  if (::fstatat(parent, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT || removal.fail(path, errno);
+  const bool folder = S_ISDIR(info.st_mode);
+  if (folder) {
+    const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR* entries = fd < 0 ? nullptr : ::fdopendir(fd);
+    if (entries == nullptr) {
+      const int code = errno;
+      if (fd >= 0) ::close(fd);
+      return removal.fail(path, code);
+    }
+    bool removed_all = true;
+    while (removed_all) {
+      errno = 0;
+      const dirent* entry = ::readdir(entries);
+      if (entry == nullptr) {
+        if (errno != 0) removed_all = removal.fail(path, errno);
+        break;
+      }
+      const std::string child = entry->d_name;
+      if (child != "." && child != "..")
+        removed_all = remove_entry(::dirfd(entries), child, path / child, removal);
+    }
+    ::closedir(entries);
+    if (!removed_all) return false;
+  }
+  if (::unlinkat(parent, name.c_str(), folder ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+    return removal.fail(path, errno);
+  ++removal.removed;
+  return true;
+}
+
+TreeRemoval remove_whole(const std::filesystem::path& path) {
+  TreeRemoval removal;
+  remove_entry(AT_FDCWD, path.string(), path, removal);
+  return removal;
 }
 
 // A temporary's name, `<target>.tmp-<pid>` (or the older `<target>.tmp<pid>`), taken apart.
@@ -64,7 +123,7 @@ int remove_if_stale(const std::vector<std::filesystem::path>& candidates, const 
         process_alive(temporary->pid))
       continue;
     std::error_code ignored;
-    if (std::filesystem::remove_all(path, ignored) > 0) {
+    if (remove_tree(path, ignored) > 0) {
       log::info() << "Removed " << path.string() << ", left by process " << temporary->pid
                   << " that no longer runs";
       ++removed;
@@ -74,6 +133,20 @@ int remove_if_stale(const std::vector<std::filesystem::path>& candidates, const 
 }
 
 }  // namespace
+
+std::uintmax_t remove_tree(const std::filesystem::path& path, std::error_code& error) {
+  const TreeRemoval removal = remove_whole(path);
+  error = std::error_code(removal.error, std::generic_category());
+  return removal.removed;
+}
+
+std::uintmax_t remove_tree(const std::filesystem::path& path) {
+  const TreeRemoval removal = remove_whole(path);
+  if (removal.error != 0)
+    throw std::runtime_error(
+        "Could not remove " + removal.failed.string() + ": " + std::strerror(removal.error));
+  return removal.removed;
+}
 
 std::filesystem::path temporary_for(const std::filesystem::path& target) {
   return target.string() + ".tmp-" + std::to_string(::getpid());

@@ -14,6 +14,16 @@
 
 namespace saccade {
 
+// Removes `path` and, for a folder, everything under it (a symbolic link itself, never what it
+// points to), as std::filesystem::remove_all does; a missing path removes nothing. Returns how many
+// entries went. The throwing form raises std::runtime_error naming the entry that could not go and
+// the system's reason; the other sets `error` and returns what went before it.
+// std::filesystem::remove_all is not called: with libstdc++ linked statically (a GCC configured
+// so), an executable beside PyTorch 2.11's pip LibTorch takes LibTorch's copy of it, which jumps to
+// address 0 (README, "Building against another LibTorch").
+std::uintmax_t remove_tree(const std::filesystem::path& path);
+std::uintmax_t remove_tree(const std::filesystem::path& path, std::error_code& error);
+
 // `target` + ".tmp-" + this process's id.
 std::filesystem::path temporary_for(const std::filesystem::path& target);
 

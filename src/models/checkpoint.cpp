@@ -65,7 +65,7 @@ void swap_into_place(const std::filesystem::path& staged, const std::filesystem:
   if (renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0) {
     throw std::runtime_error("Could not replace checkpoint " + dir.string() + ": " + std::strerror(errno));
   }
-  std::filesystem::remove_all(staged);  // now holds the previous checkpoint
+  remove_tree(staged);  // now holds the previous checkpoint
 }
 
 }  // namespace
@@ -88,7 +88,7 @@ void save_checkpoint(
   // <dir>.tmp-<pid>: a kill leaves it to the next writer of `dir`, or to a resume of this run.
   const std::filesystem::path staged = temporary_for(dir);
   remove_stale_temporaries(dir);
-  std::filesystem::remove_all(staged);
+  remove_tree(staged);
   std::filesystem::create_directories(staged);
   try {
     const CheckpointFiles files{staged};
@@ -104,7 +104,7 @@ void save_checkpoint(
     swap_into_place(staged, dir);
   } catch (...) {
     std::error_code ignored;  // the previous checkpoint at `dir` is untouched
-    std::filesystem::remove_all(staged, ignored);
+    remove_tree(staged, ignored);
     throw;
   }
 }

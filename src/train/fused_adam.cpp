@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -79,13 +80,15 @@ bool fused_pass_takes(const torch::Tensor& parameter, const torch::optim::AdamOp
          grad.sizes() == parameter.sizes();
 }
 
-// The key of a parameter's state: its TensorImpl's address, as text in LibTorch 1.13 and as
-// the pointer in 2.x.
+// The key of a parameter's state: its TensorImpl's address, as text in LibTorch 1.13 (written
+// by an ostream, as its optimizers write it) and as the pointer in 2.x.
 template <typename Optimizer>
 auto state_key(Optimizer& optimizer, const torch::Tensor& parameter) {
   using Key = typename std::remove_reference_t<decltype(optimizer.state())>::key_type;
   if constexpr (std::is_same_v<Key, std::string>) {
-    return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+    std::ostringstream key;
+    key << parameter.unsafeGetTensorImpl();
+    return key.str();
   } else {
     return static_cast<Key>(parameter.unsafeGetTensorImpl());
   }

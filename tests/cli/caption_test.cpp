@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "io/temporaries.h"
 #include "test_util.h"
 
 namespace saccade::testing {
@@ -238,7 +239,7 @@ TEST_F(CaptionTest, JsonListsTheNBestCaptionsLedByTheCaption) {
 
 TEST_F(CaptionTest, VisualizeWritesOverlaysWithReferencesIntoSamples) {
   // Training already drew a few test images there; count only what visualize writes.
-  std::filesystem::remove_all(run_ / "samples");
+  remove_tree(run_ / "samples");
   const auto result = run_saccade(
       {"visualize", "-cp", (source_dir() / "configs").string(), "--run", run_.string(), "--split", "val",
        "--n", "3"},

@@ -66,6 +66,10 @@ TEST(Cli, BinaryNamesLibstdcxxBeforeLibTorch) {
   if (position("libstdc++.so") == count && position("libc++.so") < count) {
     GTEST_SKIP() << "saccade is built against libc++, which LibTorch's copy does not shadow";
   }
+  if (position("libstdc++.so") == count) {
+    GTEST_SKIP() << "libstdc++ is linked statically, so no order can put it first; saccade removes "
+                    "folders with remove_tree, which calls none of std::filesystem (io/temporaries.h)";
+  }
   ASSERT_LT(position("libstdc++.so"), count);
   ASSERT_LT(position("libtorch"), count);
   ASSERT_LT(position("libc10"), count);

@@ -141,5 +141,39 @@ TEST(Temporaries, AZombieProcessCountsAsGone) {
   ::waitpid(child, nullptr, 0);
 }
 
+// remove_tree against an enumerated tree: every entry under the folder goes, counted; a link goes
+// itself, never what it points to; a missing path is nothing to do; a failure names the entry.
+TEST(RemoveTree, RemovesWhatAFolderHoldsAndCountsIt) {
+  TempDir dir;
+  write_file(dir / "tree/a/b/deep.txt", "1");
+  write_file(dir / "tree/top.txt", "2");
+  std::filesystem::create_directories(dir / "tree/a/empty");
+  write_file(dir / "outside/kept.txt", "3");
+  std::filesystem::create_directory_symlink(dir / "outside", dir / "tree/a/folder_link");
+  std::filesystem::create_symlink(dir / "outside/kept.txt", dir / "tree/file_link");
+  // tree, a, b, deep.txt, top.txt, empty, folder_link, file_link
+  EXPECT_EQ(remove_tree(dir / "tree"), 8u);
+  EXPECT_FALSE(std::filesystem::exists(dir / "tree"));
+  EXPECT_EQ(read_file(dir / "outside/kept.txt"), "3");
+
+  std::error_code error;
+  EXPECT_EQ(remove_tree(dir / "absent", error), 0u);
+  EXPECT_FALSE(error);
+  EXPECT_EQ(remove_tree(dir / "outside/kept.txt"), 1u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "outside"));
+
+  write_file(dir / "plain", "a file, not a folder");
+  EXPECT_EQ(remove_tree(dir / "plain/child", error), 0u);
+  EXPECT_EQ(error, std::errc::not_a_directory);
+  try {
+    remove_tree(dir / "plain/child");
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& failure) {
+    EXPECT_EQ(
+        std::string(failure.what()),
+        "Could not remove " + (dir / "plain/child").string() + ": Not a directory");
+  }
+}
+
 }  // namespace
 }  // namespace saccade::testing
