@@ -238,6 +238,15 @@ struct AttentionLSTMDecoderImpl::Recurrence {
   PackedWeights packed;           // packs of the attention and output layers, for decoding batches
 };
 
+// The previous word's share of the LSTM input, one of two forms: its gates W_E E y_{t-1} + b,
+// multiplied for every step at once (forward), or E y_{t-1} itself, which a decoding step
+// multiplies together with the context by the whole input weight: one pass over its rows rather
+// than two over strided blocks of them.
+struct AttentionLSTMDecoderImpl::WordInput {
+  torch::Tensor gates;     // [n, 4H] or undefined
+  torch::Tensor embedded;  // [n, E] or undefined
+};
+
 struct AttentionLSTMDecoderImpl::CellOutput {
   torch::Tensor h;        // [n, H]
   torch::Tensor c;        // [n, H]
@@ -299,7 +308,7 @@ AttentionLSTMDecoderImpl::Recurrence AttentionLSTMDecoderImpl::step_recurrence()
 AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
     Recurrence& w,
     const AttentionMemory& memory,
-    const torch::Tensor& x_gates,
+    const WordInput& word,
     const torch::Tensor& h,
     const torch::Tensor& c,
     const ContextReader& reader) {
@@ -317,9 +326,12 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
     out.gate = torch::sigmoid(parts[1] + w.gate_bias);  // [n, G]  beta
     out.context = out.gate * out.context;               // [n, D]
   }
-  const auto gates =
-      x_gates + parts[2] + w.input_weight.multiply(out.context, options_.embed_dim);  // [n, 4H] eq. 1
-  std::tie(out.h, out.c) = lstm_cell(gates, c);                                       // [n, H] each, eq. 2-3
+  const auto input_gates =
+      word.embedded.defined()
+          ? w.packed.linear(torch::cat({word.embedded, out.context}, 1), lstm->weight_ih, w.input_bias)
+          : word.gates + w.input_weight.multiply(out.context, options_.embed_dim);  // [n, 4H]
+  const auto gates = input_gates + parts[2];                                        // [n, 4H] eq. 1
+  std::tie(out.h, out.c) = lstm_cell(gates, c);                                     // [n, H] each, eq. 2-3
   return out;
 }
 
@@ -477,7 +489,7 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
       h = h.narrow(0, 0, n);  // [n, H]
       c = c.narrow(0, 0, n);  // [n, H]
     }
-    auto out = cell(w, memory, n < B ? x_steps[t].narrow(0, 0, n) : x_steps[t], h, c, reader);
+    auto out = cell(w, memory, {n < B ? x_steps[t].narrow(0, 0, n) : x_steps[t], {}}, h, c, reader);
     h = out.h;                          // [n, H]
     c = out.c;                          // [n, H]
     memory.previous_alpha = out.alpha;  // a monotonic local centre follows its peak
@@ -526,13 +538,12 @@ DecoderStep AttentionLSTMDecoderImpl::step(
         c10::str(prev_tokens.sizes()));
   }
   Recurrence w = step_recurrence();
-  const auto emb = embedding(prev_tokens);                           // [B, E]
-  const auto x_gates = w.input_weight.multiply(emb) + w.input_bias;  // [B, 4H]
+  const auto emb = embedding(prev_tokens);  // [B, E]
   const HardContextReader hard_reader(is_training(), {}, locations);
   const bool hard = options_.attention_mode == AttentionMode::hard &&
                     (is_training() || read == HardRead::argmax || locations.defined());
   auto out = cell(
-      w, state.memory, x_gates, state.h, state.c,
+      w, state.memory, {{}, emb}, state.h, state.c,
       hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader());
   DecoderStep step;
   step.logits = readout(w, out.h, out.context, emb);  // [B, V]

@@ -292,6 +292,7 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
 
  private:
   struct Recurrence;
+  struct WordInput;
   struct CellOutput;
 
   // The per-step weights, fused once per call: the maps of h_{t-1} stacked into one matrix.
@@ -303,7 +304,7 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
   CellOutput cell(
       Recurrence& weights,
       const AttentionMemory& memory,
-      const torch::Tensor& x_gates,
+      const WordInput& word,
       const torch::Tensor& h,
       const torch::Tensor& c,
       const ContextReader& reader);
