@@ -69,15 +69,19 @@ DecodedCaption backtrack(
   return caption;
 }
 
-// Copies step t's choices to the CPU: words, parents, log_probs [B, K] -> one StepRecord.
-StepRecord record_step(
-    const torch::Tensor& words, const torch::Tensor& parents, const torch::Tensor& log_probs) {
-  const auto words_cpu = words.cpu().contiguous(), parents_cpu = parents.cpu().contiguous();
-  const auto log_probs_cpu = log_probs.cpu().contiguous();
-  const int64_t n = words.numel();
+// Step t's choices on the CPU: the chosen extensions (indices into each image's K * V) and their
+// words' log-probabilities [B, K] -> one StepRecord.
+StepRecord record_step(const torch::Tensor& extensions, const torch::Tensor& log_probs, int64_t vocab) {
+  const auto extensions_cpu = extensions.cpu().contiguous(), log_probs_cpu = log_probs.cpu().contiguous();
+  const int64_t n = extensions.numel();
+  const int64_t* extension = extensions_cpu.data_ptr<int64_t>();
   StepRecord record;
-  record.words.assign(words_cpu.data_ptr<int64_t>(), words_cpu.data_ptr<int64_t>() + n);
-  record.parents.assign(parents_cpu.data_ptr<int64_t>(), parents_cpu.data_ptr<int64_t>() + n);
+  record.words.resize(n);
+  record.parents.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    record.words[i] = extension[i] % vocab;
+    record.parents[i] = extension[i] / vocab;
+  }
   record.log_probs.assign(log_probs_cpu.data_ptr<float>(), log_probs_cpu.data_ptr<float>() + n);
   return record;
 }
@@ -287,7 +291,6 @@ std::vector<DecodedCaption> beam_search(
   // K times.
   auto scores = torch::full({batch, beam}, kNegInf, annotations.options().dtype(torch::kFloat));  // [B, K]
   scores.slice(1, 0, beam, beam / options.beam_groups).fill_(0.0f);
-  const auto row_base = (torch::arange(batch, long_options) * beam).unsqueeze(1);  // [B, 1]
 
   std::vector<StepRecord> records;
   std::vector<torch::Tensor> step_alphas;  // per step [B, K, (N,) L]
@@ -301,33 +304,29 @@ std::vector<DecodedCaption> beam_search(
     history.forbid(log_probs);
     keep_an_exit(log_probs, options);
     auto [top_scores, top_index] = best_extensions(scores, log_probs, options);  // [B, K], [B, K]
-    const auto words = top_index.remainder(vocab);                               // [B, K]
-    const auto parents = top_index.div(vocab, "floor");                          // [B, K]
     const auto word_log_probs = log_probs.reshape({batch, beam * vocab}).gather(1, top_index);  // [B, K]
     auto alpha_sizes = step.alpha.sizes().vec();
     alpha_sizes.insert(alpha_sizes.begin(), batch);
     alpha_sizes[1] = beam;
     step_alphas.push_back(step.alpha.reshape(alpha_sizes));  // [B, K, (N,) L]
-    records.push_back(record_step(words, parents, word_log_probs));
-    if (history.active()) {
-      std::vector<int64_t> sources(records.back().parents.size());
-      for (size_t row = 0; row < sources.size(); ++row)
-        sources[row] = static_cast<int64_t>(row) / beam * beam + records.back().parents[row];
-      history.advance(sources, records.back().words);
-    }
+    records.push_back(record_step(top_index, word_log_probs, vocab));
+    const StepRecord& record = records.back();
+    // Row r of the next step extends row sources[r] of this one (image r / K's slot parents[r]).
+    std::vector<int64_t> sources(record.parents.size());
+    for (size_t row = 0; row < sources.size(); ++row)
+      sources[row] = static_cast<int64_t>(row) / beam * beam + record.parents[row];
+    if (history.active()) history.advance(sources, record.words);
 
     auto top_cpu = top_scores.cpu().contiguous();
-    const bool all_done =
-        finish_ended(records.back(), top_cpu.accessor<float, 2>(), t, options, finished, done);
+    const bool all_done = finish_ended(record, top_cpu.accessor<float, 2>(), t, options, finished, done);
     // After step max_length the other extensions are dropped: `scores` keeps the hypotheses of
     // max_length words, the unfinished fallback.
     if (all_done || t == options.max_length) break;
     scores = top_cpu.to(scores.device());
     // Beams move only within their image, whose K rows of attention keys and values are
     // identical: those are not copied.
-    const auto rows = (row_base + parents).reshape({batch * beam});  // [B*K]
-    state = step.state.reorder_beams(rows);
-    previous = words.reshape({batch * beam});  // [B*K]
+    state = step.state.reorder_beams(torch::tensor(sources, torch::kLong).to(annotations.device()));  // [B*K]
+    previous = torch::tensor(record.words, torch::kLong).to(annotations.device());                    // [B*K]
   }
   return best_captions(
       records, torch::stack(step_alphas).to(torch::kCPU, torch::kFloat), finished, scores,
