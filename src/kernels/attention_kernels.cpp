@@ -179,92 +179,31 @@ SACCADE_INLINE void expected_value_grad_alpha_row(
   }
 }
 
-// The four loops over one image (or one image and head), each compiled for AVX2 and for
-// AVX-512: the lanes one register wide, a * b + c one FMA.
+// The loops over one image (or one image and head), each compiled for AVX2 and for AVX-512: the
+// lanes one register wide, a * b + c one FMA.
 template <typename T>
 struct ImageKernels {
-  void (*scores)(
-      const T* keys,
-      const T* q,
-      const T* w,
-      T* e,
-      int64_t l_begin,
-      int64_t l_end,
-      int64_t L,
-      int64_t A,
-      int64_t R);
-  void (*scores_backward)(
-      const T* keys, const T* q, const T* w, const T* grad_e, T* grad_q, T* grad_w, int64_t L, int64_t A);
-  void (*keys_gradient)(
-      const T* keys,
-      const T* const* q,
-      const T* const* g,
-      int64_t steps,
-      const T* w,
-      T* grad_keys,
-      int64_t l_begin,
-      int64_t l_end,
-      int64_t A);
-  void (*expected_value)(
-      const T* alpha,
-      int64_t alpha_stride,
-      const T* v,
-      T* z,
-      int64_t z_stride,
-      int64_t L,
-      int64_t Dv,
-      int64_t d_begin,
-      int64_t d_end,
-      int64_t R);
-  void (*expected_value_grad_alpha)(const T* g, const T* v, T* grad_alpha, int64_t L, int64_t Dv);
+  decltype(&additive_scores_locations<1, T>) scores;
+  decltype(&additive_scores_backward_image<1, T>) scores_backward;
+  decltype(&keys_gradient_locations<1, T>) keys_gradient;
+  decltype(&expected_value_columns<1, T>) expected_value;
+  decltype(&expected_value_grad_alpha_row<1, T>) expected_value_grad_alpha;
 };
 
 #if defined(__x86_64__)
 
-// The kernels of ImageKernels compiled for one instruction set (`features`), whose registers
-// hold `bytes` bytes.
-#define SACCADE_DEFINE_IMAGE_KERNELS(isa, features, bytes)                                               \
-  template <typename T>                                                                                  \
-  __attribute__((target(features))) void scores_##isa(                                                   \
-      const T* keys, const T* q, const T* w, T* e, int64_t l_begin, int64_t l_end, int64_t L, int64_t A, \
-      int64_t R) {                                                                                       \
-    additive_scores_locations<bytes / sizeof(T)>(keys, q, w, e, l_begin, l_end, L, A, R);                \
-  }                                                                                                      \
-  template <typename T>                                                                                  \
-  __attribute__((target(features))) void scores_backward_##isa(                                          \
-      const T* keys, const T* q, const T* w, const T* ge, T* gq, T* gw, int64_t L, int64_t A) {          \
-    additive_scores_backward_image<bytes / sizeof(T)>(keys, q, w, ge, gq, gw, L, A);                     \
-  }                                                                                                      \
-  template <typename T>                                                                                  \
-  __attribute__((target(features))) void keys_gradient_##isa(                                            \
-      const T* keys, const T* const* q, const T* const* g, int64_t steps, const T* w, T* gk,             \
-      int64_t l_begin, int64_t l_end, int64_t A) {                                                       \
-    keys_gradient_locations<bytes / sizeof(T)>(keys, q, g, steps, w, gk, l_begin, l_end, A);             \
-  }                                                                                                      \
-  template <typename T>                                                                                  \
-  __attribute__((target(features))) void expected_value_##isa(                                           \
-      const T* alpha, int64_t alpha_stride, const T* v, T* z, int64_t z_stride, int64_t L, int64_t Dv,   \
-      int64_t d_begin, int64_t d_end, int64_t R) {                                                       \
-    expected_value_columns<bytes / sizeof(T)>(                                                           \
-        alpha, alpha_stride, v, z, z_stride, L, Dv, d_begin, d_end, R);                                  \
-  }                                                                                                      \
-  template <typename T>                                                                                  \
-  __attribute__((target(features))) void grad_alpha_##isa(                                               \
-      const T* g, const T* v, T* grad_alpha, int64_t L, int64_t Dv) {                                    \
-    expected_value_grad_alpha_row<bytes / sizeof(T)>(g, v, grad_alpha, L, Dv);                           \
-  }                                                                                                      \
-  template <typename T>                                                                                  \
-  constexpr ImageKernels<T> image_kernels_##isa = {                                                      \
-      scores_##isa<T>, scores_backward_##isa<T>, keys_gradient_##isa<T>, expected_value_##isa<T>,        \
-      grad_alpha_##isa<T>};
-
-SACCADE_DEFINE_IMAGE_KERNELS(avx2, "avx2,fma", 32)
-SACCADE_DEFINE_IMAGE_KERNELS(avx512, "avx512f,fma", 64)
-#undef SACCADE_DEFINE_IMAGE_KERNELS
+// The kernels on one instruction set (`On`), whose registers hold `Bytes` bytes.
+template <template <auto> class On, int Bytes, typename T>
+constexpr ImageKernels<T> image_kernels_on = {
+    On<&additive_scores_locations<Bytes / sizeof(T), T>>::run,
+    On<&additive_scores_backward_image<Bytes / sizeof(T), T>>::run,
+    On<&keys_gradient_locations<Bytes / sizeof(T), T>>::run,
+    On<&expected_value_columns<Bytes / sizeof(T), T>>::run,
+    On<&expected_value_grad_alpha_row<Bytes / sizeof(T), T>>::run};
 
 template <typename T>
 const ImageKernels<T>& image_kernels(KernelIsa isa) {
-  return isa == KernelIsa::avx512 ? image_kernels_avx512<T> : image_kernels_avx2<T>;
+  return isa == KernelIsa::avx512 ? image_kernels_on<OnAvx512, 64, T> : image_kernels_on<OnAvx2, 32, T>;
 }
 
 #else

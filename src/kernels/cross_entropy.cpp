@@ -97,46 +97,21 @@ SACCADE_INLINE void cross_entropy_backward_rows(
 }
 
 struct CrossEntropyKernels {
-  void (*forward)(const float*, const int64_t*, float*, float*, float*, int64_t, int64_t, int64_t);
-  void (*backward)(
-      const float*,
-      const int64_t*,
-      const float*,
-      const float*,
-      const float*,
-      float*,
-      int64_t,
-      int64_t,
-      int64_t);
-  void (*log_softmax)(const float*, float*, int64_t, int64_t, int64_t);
+  decltype(&cross_entropy_rows<1>) forward;
+  decltype(&cross_entropy_backward_rows<1>) backward;
+  decltype(&log_softmax_rows<1>) log_softmax;
 };
 
 #if defined(__x86_64__)
 
-#define SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(isa, features, lanes)                                       \
-  __attribute__((target(features))) void forward_##isa(                                                  \
-      const float* logits, const int64_t* targets, float* m, float* s, float* nll, int64_t b, int64_t e, \
-      int64_t V) {                                                                                       \
-    cross_entropy_rows<lanes>(logits, targets, m, s, nll, b, e, V);                                      \
-  }                                                                                                      \
-  __attribute__((target(features))) void backward_##isa(                                                 \
-      const float* logits, const int64_t* targets, const float* m, const float* s, const float* g,       \
-      float* grad, int64_t b, int64_t e, int64_t V) {                                                    \
-    cross_entropy_backward_rows<lanes>(logits, targets, m, s, g, grad, b, e, V);                         \
-  }                                                                                                      \
-  __attribute__((target(features))) void log_softmax_##isa(                                              \
-      const float* logits, float* out, int64_t b, int64_t e, int64_t V) {                                \
-    log_softmax_rows<lanes>(logits, out, b, e, V);                                                       \
-  }                                                                                                      \
-  constexpr CrossEntropyKernels cross_entropy_kernels_##isa = {                                          \
-      forward_##isa, backward_##isa, log_softmax_##isa};
-
-SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(avx2, "avx2,fma", 8)
-SACCADE_DEFINE_CROSS_ENTROPY_KERNELS(avx512, "avx512f,fma", 16)
-#undef SACCADE_DEFINE_CROSS_ENTROPY_KERNELS
+// The kernels on one instruction set (`On`), `W` floats to a register.
+template <template <auto> class On, int W>
+constexpr CrossEntropyKernels cross_entropy_kernels_on = {
+    On<&cross_entropy_rows<W>>::run, On<&cross_entropy_backward_rows<W>>::run, On<&log_softmax_rows<W>>::run};
 
 const CrossEntropyKernels& cross_entropy_kernels(KernelIsa isa) {
-  return isa == KernelIsa::avx512 ? cross_entropy_kernels_avx512 : cross_entropy_kernels_avx2;
+  return isa == KernelIsa::avx512 ? cross_entropy_kernels_on<OnAvx512, 16>
+                                  : cross_entropy_kernels_on<OnAvx2, 8>;
 }
 
 #else

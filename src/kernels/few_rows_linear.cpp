@@ -112,21 +112,9 @@ using FewRowsKernel = void (*)(const FewRowsProduct<Weight>&, int64_t n_begin, i
 
 #if defined(__x86_64__)
 
-template <int R, typename Weight>
-__attribute__((target("avx2,fma"))) void few_rows_kernel_avx2(
-    const FewRowsProduct<Weight>& product, int64_t n_begin, int64_t n_end) {
-  few_rows_block<8, 2, R>(product, n_begin, n_end);
-}
-
-template <int R, typename Weight>
-__attribute__((target("avx512f,fma"))) void few_rows_kernel_avx512(
-    const FewRowsProduct<Weight>& product, int64_t n_begin, int64_t n_end) {
-  few_rows_block<16, 4, R>(product, n_begin, n_end);
-}
-
 // bf16 x and W by VDPBF16PS (AVX-512 BF16): each instruction multiplies 16 pairs of bf16 values
 // (32 k) exactly and adds both products of a pair into a float32 lane; 4 rows of W at a time,
-// as the AVX-512 kernel above, with half its instructions per value of W.
+// as few_rows_block on AVX-512, with half its instructions per value of W.
 template <int R>
 __attribute__((target("avx512f,avx512bf16,fma"))) void few_rows_kernel_bf16_dot(
     const FewRowsProduct<uint16_t, uint16_t>& product, int64_t n_begin, int64_t n_end) {
@@ -175,8 +163,8 @@ auto bf16_dot_kernel_for(int64_t rows, std::index_sequence<R...>) {
 // The kernel for `rows` (1 .. kFewRows) rows of x.
 template <typename Weight, size_t... R>
 FewRowsKernel<Weight> kernel_for(KernelIsa isa, int64_t rows, std::index_sequence<R...>) {
-  static const FewRowsKernel<Weight> avx2[] = {few_rows_kernel_avx2<R + 1, Weight>...};
-  static const FewRowsKernel<Weight> avx512[] = {few_rows_kernel_avx512<R + 1, Weight>...};
+  static const FewRowsKernel<Weight> avx2[] = {OnAvx2<&few_rows_block<8, 2, R + 1, Weight>>::run...};
+  static const FewRowsKernel<Weight> avx512[] = {OnAvx512<&few_rows_block<16, 4, R + 1, Weight>>::run...};
   return (isa == KernelIsa::avx512 ? avx512 : avx2)[rows - 1];
 }
 

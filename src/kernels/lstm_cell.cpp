@@ -104,31 +104,18 @@ SACCADE_INLINE void cell_gradient_rows(
 }
 
 struct CellKernels {
-  void (*forward)(const float*, const float*, float*, float*, int64_t, int64_t, int64_t);
-  void (*backward)(
-      const float*, const float*, const float*, const float*, float*, float*, int64_t, int64_t, int64_t);
+  decltype(&cell_rows<1>) forward;
+  decltype(&cell_gradient_rows<1>) backward;
 };
 
 #if defined(__x86_64__)
 
-#define SACCADE_DEFINE_CELL_KERNELS(isa, features, lanes)                                                \
-  __attribute__((target(features))) void forward_##isa(                                                  \
-      const float* gates, const float* c, float* h, float* c_next, int64_t b, int64_t e, int64_t H) {    \
-    cell_rows<lanes>(gates, c, h, c_next, b, e, H);                                                      \
-  }                                                                                                      \
-  __attribute__((target(features))) void backward_##isa(                                                 \
-      const float* gates, const float* c, const float* dh, const float* dc, float* dgates, float* dprev, \
-      int64_t b, int64_t e, int64_t H) {                                                                 \
-    cell_gradient_rows<lanes>(gates, c, dh, dc, dgates, dprev, b, e, H);                                 \
-  }                                                                                                      \
-  constexpr CellKernels cell_kernels_##isa = {forward_##isa, backward_##isa};
-
-SACCADE_DEFINE_CELL_KERNELS(avx2, "avx2,fma", 8)
-SACCADE_DEFINE_CELL_KERNELS(avx512, "avx512f,fma", 16)
-#undef SACCADE_DEFINE_CELL_KERNELS
+// The kernels on one instruction set (`On`), `W` floats to a register.
+template <template <auto> class On, int W>
+constexpr CellKernels cell_kernels_on = {On<&cell_rows<W>>::run, On<&cell_gradient_rows<W>>::run};
 
 const CellKernels& cell_kernels(KernelIsa isa) {
-  return isa == KernelIsa::avx512 ? cell_kernels_avx512 : cell_kernels_avx2;
+  return isa == KernelIsa::avx512 ? cell_kernels_on<OnAvx512, 16> : cell_kernels_on<OnAvx2, 8>;
 }
 
 #else

@@ -177,18 +177,6 @@ using PanelKernel = void (*)(const PanelProduct<Weight, X>&);
 
 #if defined(__x86_64__)
 
-// AVX-512 (32 registers of 16 floats) takes a whole panel, 12 rows at a time; AVX2 (16 registers
-// of 8 floats) half a panel, 6 rows at a time.
-template <int R, typename Weight>
-__attribute__((target("avx512f,fma"))) void panel_kernel_avx512(const PanelProduct<Weight>& product) {
-  panel_kernel<16, 12, R>(product);
-}
-
-template <int R, typename Weight>
-__attribute__((target("avx2,fma"))) void panel_kernel_avx2(const PanelProduct<Weight>& product) {
-  panel_kernel<8, 6, R>(product);
-}
-
 // bf16 pairs of x and W by VDPBF16PS (AVX-512 BF16): per pair of k, each of R rows' broadcast
 // pair meets a whole panel's 32 pairs in two instructions, half the instructions per weight of
 // the kernels above, which take one k per step.
@@ -223,8 +211,10 @@ PanelKernel<Weight, X> panel_kernel_for(KernelIsa isa, int64_t rows, std::index_
     static const PanelKernel<Weight, X> dot[] = {panel_kernel_bf16_dot<R + 1>...};
     return dot[rows - 1];
   } else {
-    static const PanelKernel<Weight> avx512[] = {panel_kernel_avx512<R + 1, Weight>...};
-    static const PanelKernel<Weight> avx2[] = {panel_kernel_avx2<R + 1, Weight>...};
+    // AVX-512 (32 registers of 16 floats) takes a whole panel, 12 rows at a time; AVX2 (16
+    // registers of 8 floats) half a panel, 6 rows at a time.
+    static const PanelKernel<Weight> avx512[] = {OnAvx512<&panel_kernel<16, 12, R + 1, Weight>>::run...};
+    static const PanelKernel<Weight> avx2[] = {OnAvx2<&panel_kernel<8, 6, R + 1, Weight>>::run...};
     return (isa == KernelIsa::avx512 ? avx512 : avx2)[rows - 1];
   }
 }

@@ -24,6 +24,25 @@
 
 namespace saccade {
 
+#if defined(__x86_64__)
+// `Body`, a kernel over Lanes (always inlined), compiled into a function for one instruction set:
+// OnAvx2<&body<8>>::run for AVX2 and FMA, OnAvx512<&body<16>>::run for AVX-512F (float lanes;
+// half as many doubles). A target attribute cannot be a template argument: each set has its own.
+template <auto Body>
+struct OnAvx2;
+template <typename... Args, void (*Body)(Args...)>
+struct OnAvx2<Body> {
+  __attribute__((target("avx2,fma"))) static void run(Args... args) { Body(args...); }
+};
+
+template <auto Body>
+struct OnAvx512;
+template <typename... Args, void (*Body)(Args...)>
+struct OnAvx512<Body> {
+  __attribute__((target("avx512f,fma"))) static void run(Args... args) { Body(args...); }
+};
+#endif
+
 template <typename T, int W>
 struct VectorOf {
   typedef T type __attribute__((vector_size(W * sizeof(T))));
