@@ -24,28 +24,6 @@ std::string where(const NodePath& at) {
   return " (from '" + join_key(at) + "')";
 }
 
-// The index just past the '}' closing the "${" at `start`, or npos.
-size_t interpolation_end(const std::string& text, size_t start) {
-  int depth = 0;
-  char quote = 0;
-  for (size_t i = start; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote != 0) {
-      if (c == '\\')
-        ++i;
-      else if (c == quote)
-        quote = 0;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return i + 1;
-    }
-  }
-  return std::string::npos;
-}
-
 // Splits resolver arguments at commas outside quotes, brackets and nested interpolations.
 std::vector<std::string> split_arguments(const std::string& text) {
   std::vector<std::string> args;
@@ -105,6 +83,28 @@ class ActiveGuard {
 };
 
 }  // namespace
+
+// The index just past the '}' closing the "${" at `start`, or npos.
+size_t interpolation_end(const std::string& text, size_t start) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == '\\')
+        ++i;
+      else if (c == quote)
+        quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string::npos;
+}
 
 Resolver::Resolver(const YAML::Node& root) : root_(root) {}
 

@@ -49,6 +49,10 @@ class InterpolationToMissingValue : public ConfigError {
   using ConfigError::ConfigError;
 };
 
+// The index just past the '}' closing the "${" at `start` (quotes and nested braces skipped), or
+// npos when it is never closed.
+size_t interpolation_end(const std::string& text, size_t start);
+
 class Resolver {
  public:
   explicit Resolver(const YAML::Node& root);

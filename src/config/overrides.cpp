@@ -6,6 +6,7 @@
 
 #include "base/text.h"
 #include "config/config.h"
+#include "config/interpolation.h"
 #include "config/yaml_tree.h"
 
 namespace saccade::config_detail {
@@ -260,25 +261,9 @@ class ValueParser {
   }
 
   void skip_interpolation() {
-    int depth = 0;
-    char quote = 0;
-    for (; !at_end(); ++pos_) {
-      const char c = peek();
-      if (quote != 0) {
-        if (c == '\\')
-          ++pos_;
-        else if (c == quote)
-          quote = 0;
-      } else if (c == '\'' || c == '"') {
-        quote = c;
-      } else if (c == '{') {
-        ++depth;
-      } else if (c == '}' && --depth == 0) {
-        ++pos_;
-        return;
-      }
-    }
-    fail("unterminated interpolation");
+    const size_t end = interpolation_end(text_, pos_);
+    if (end == std::string::npos) fail("unterminated interpolation");
+    pos_ = end;
   }
 
   void parse_function(const std::string& name, Element& element) {

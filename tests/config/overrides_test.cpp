@@ -92,6 +92,13 @@ TEST_F(OverridesTest, MalformedOverrides) {
   EXPECT_CONFIG_ERROR(compose({"+a={x 1}"}), "Error parsing override '+a={x 1}': missing ':' in dict");
   EXPECT_CONFIG_ERROR(compose({"+a='open"}), "Error parsing override '+a='open': unterminated quoted string");
   EXPECT_CONFIG_ERROR(compose({"+a=b=c"}), "Error parsing override '+a=b=c': unexpected '='");
+  EXPECT_CONFIG_ERROR(compose({"+a=x${b"}), "Error parsing override '+a=x${b': unterminated interpolation");
+}
+
+// An interpolation in a list is one element: its quoted commas and braces stay inside it.
+TEST_F(OverridesTest, InterpolationInAListKeepsItsQuotedCommasAndBraces) {
+  const auto config = compose({"+l=[x${oc.env:SACCADE_NEVER_SET,'a,}b'},c]"}).config;
+  EXPECT_EQ(config.get<std::vector<std::string>>("l"), (std::vector<std::string>{"xa,}b", "c"}));
 }
 
 // Each value kind of the grammar, printed the way OmegaConf.to_yaml prints what Hydra parses.
