@@ -39,6 +39,13 @@ class EnumNames {
     throw std::invalid_argument("Unknown " + what_ + " '" + text + "'; expected " + choices());
   }
 
+  // Every enumerator, in the table's order.
+  std::vector<Enum> values() const {
+    std::vector<Enum> all;
+    for (const auto& entry : names_) all.push_back(entry.first);
+    return all;
+  }
+
   // "a, b or c".
   std::string choices() const {
     std::string text;

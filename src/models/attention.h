@@ -113,7 +113,7 @@ struct AttentionMemory {
   // The keys transposed, [B, N, A, L] (N = 1 but for multihead), for the kinds whose scores are
   // dot products where no gradient is needed and the CPU kernels run: the expected-value kernel
   // (kernels/attention_kernels.h) reads them in that layout, an image's once for all its beams.
-  torch::Tensor keys_t;
+  torch::Tensor keys_t = {};
 
   // Number of rows: images times beams.
   int64_t size() const { return keys.size(0) * beams; }

@@ -44,6 +44,10 @@ LrSchedule parse_schedule(const std::string& name) {
 std::string to_string(ValMetric metric) {
   return kValMetricNames.name(metric);
 }
+const std::vector<ValMetric>& all_val_metrics() {
+  static const std::vector<ValMetric> metrics = kValMetricNames.values();
+  return metrics;
+}
 ValMetric parse_val_metric(const std::string& name) {
   return kValMetricNames.parse(name);
 }

@@ -47,7 +47,8 @@ enum class ValMetric {
   relation_accuracy,
   relation_choice_accuracy
 };
-std::string to_string(ValMetric metric);  // also its metrics.csv column and its scores JSON key
+std::string to_string(ValMetric metric);          // also its metrics.csv column and its scores JSON key
+const std::vector<ValMetric>& all_val_metrics();  // in the order above
 ValMetric parse_val_metric(const std::string& name);
 bool is_shapes_metric(ValMetric metric);
 // The metric in one validation's scores; std::nullopt for a shapes metric without shapes scores

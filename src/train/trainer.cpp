@@ -157,43 +157,24 @@ void initialize_from(
 }  // namespace
 
 const std::vector<std::string>& metrics_columns() {
-  static const std::vector<std::string> columns = {
-      "kind",
-      "epoch",
-      "step",
-      "loss",
-      "xent",
-      "alpha_reg",
-      "reinforce",
-      "attention_entropy",
-      "scst_reward",
-      "scst_baseline",
-      "sample_words",
-      "function_word_endings",
-      "lr",
-      "images_per_s",
-      "bleu1",
-      "bleu2",
-      "bleu3",
-      "bleu4",
-      "rouge_l",
-      "cider_d",
-      "meteor",
-      "pointing_accuracy",
-      "content_accuracy",
-      "object_recall",
-      "relation_accuracy",
-      "relation_choice_accuracy"};
+  static const std::vector<std::string> columns = [] {
+    std::vector<std::string> names = {"kind",        "epoch",         "step",         "loss",
+                                      "xent",        "alpha_reg",     "reinforce",    "attention_entropy",
+                                      "scst_reward", "scst_baseline", "sample_words", "function_word_endings",
+                                      "lr",          "images_per_s"};
+    for (const ValMetric metric : all_val_metrics()) {
+      names.push_back(to_string(metric));
+      if (metric == ValMetric::cider_d) names.push_back("meteor");  // scored, but never chosen as val_metric
+    }
+    return names;
+  }();
   return columns;
 }
 
 std::map<std::string, std::string> score_row(
     const CaptionScores& scores, const std::optional<ShapesScores>& shapes) {
   std::map<std::string, std::string> row;
-  for (const ValMetric metric :
-       {ValMetric::bleu1, ValMetric::bleu2, ValMetric::bleu3, ValMetric::bleu4, ValMetric::rouge_l,
-        ValMetric::cider_d, ValMetric::pointing_accuracy, ValMetric::content_accuracy,
-        ValMetric::object_recall, ValMetric::relation_accuracy, ValMetric::relation_choice_accuracy}) {
+  for (const ValMetric metric : all_val_metrics()) {
     if (const auto value = metric_value(scores, shapes, metric))
       row[to_string(metric)] = MetricsCsv::number(*value);
   }

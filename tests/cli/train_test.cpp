@@ -57,6 +57,15 @@ TEST(Train, SmokeRunWritesMetricsCheckpointsAndSummary) {
   EXPECT_NE(result.out.find("Test captions (best checkpoint):"), std::string::npos) << result.out;
 
   const auto run = only_run(work.path());
+  // The columns and their order are the file's format: runs resumed by a later version append to it.
+  const std::string metrics = read_file(run / "metrics.csv");
+  EXPECT_EQ(
+      metrics.substr(0, metrics.find('\n')),
+      "kind,epoch,step,loss,xent,alpha_reg,reinforce,attention_entropy,scst_reward,scst_baseline,sample_"
+      "words,"
+      "function_word_endings,lr,images_per_s,bleu1,bleu2,bleu3,bleu4,rouge_l,cider_d,meteor,pointing_"
+      "accuracy,"
+      "content_accuracy,object_recall,relation_accuracy,relation_choice_accuracy");
   const auto rows = read_metrics(run);
   int validations = 0;
   for (const auto& row : rows) {
