@@ -55,21 +55,25 @@ std::vector<DecodedCaption> word_by_word(
   // One step more than max_length words leaves room for the <end> after the last word.
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
-    const auto scores = log_softmax_rows(step.logits.to(torch::kFloat));  // [B, V]
-    auto allowed = scores.clone();
-    forbid_words(allowed, t, options);
-    history.forbid(allowed);
-    keep_an_exit(allowed, options);
-    const auto word = choose(allowed);  // [B]
+    // The words not allowed become -inf in place. Only <end> can then be chosen with a value
+    // other than the model's (a row with every word forbidden takes it at 0), so its column is
+    // kept aside for the log-probability rather than a copy of every row.
+    auto scores = log_softmax_rows(step.logits.to(torch::kFloat));     // [B, V]
+    const auto end_scores = scores.select(1, options.end_id).clone();  // [B]
+    forbid_words(scores, t, options);
+    history.forbid(scores);
+    keep_an_exit(scores, options);
+    const auto word = choose(scores);  // [B]
     if (history.active()) {
       const auto chosen = word.cpu().contiguous();
       history.advance(
           same_rows, std::vector<int64_t>(chosen.data_ptr<int64_t>(), chosen.data_ptr<int64_t>() + batch));
     }
     words.push_back(word);
-    log_probs.push_back(scores.gather(1, word.unsqueeze(1)).squeeze(1));
+    const auto is_end = word == options.end_id;  // [B]
+    log_probs.push_back(torch::where(is_end, end_scores, scores.gather(1, word.unsqueeze(1)).squeeze(1)));
+    finished = finished | is_end;
     alphas.push_back(step.alpha);
-    finished = finished | (word == options.end_id);
     if (finished.all().item<bool>()) break;
     state = std::move(step.state);
     previous = word;

@@ -80,6 +80,7 @@ TEST_F(GreedySearchTest, ImmediateEndGivesEmptyFinishedCaption) {
   for (const auto& caption : captions) {
     EXPECT_TRUE(caption.tokens.empty());
     EXPECT_TRUE(caption.finished);
+    EXPECT_NEAR(caption.log_prob, 0.0, 1e-3);  // <end>'s own log-probability, ~0
     EXPECT_EQ(caption.alphas.size(0), 0);
   }
 }
