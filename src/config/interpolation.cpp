@@ -24,6 +24,24 @@ std::string where(const NodePath& at) {
   return " (from '" + join_key(at) + "')";
 }
 
+// Whether text[i] opens, lies inside or closes a quoted string (`quote`: the open quote's
+// character, 0 outside), stepping `i` past an escaped character: brackets count only outside.
+bool within_quotes(const std::string& text, size_t& i, char& quote) {
+  const char c = text[i];
+  if (quote != 0) {
+    if (c == '\\')
+      ++i;
+    else if (c == quote)
+      quote = 0;
+    return true;
+  }
+  if (c == '\'' || c == '"') {
+    quote = c;
+    return true;
+  }
+  return false;
+}
+
 // Splits resolver arguments at commas outside quotes, brackets and nested interpolations.
 std::vector<std::string> split_arguments(const std::string& text) {
   std::vector<std::string> args;
@@ -31,15 +49,9 @@ std::vector<std::string> split_arguments(const std::string& text) {
   char quote = 0;
   size_t start = 0;
   for (size_t i = 0; i < text.size(); ++i) {
+    if (within_quotes(text, i, quote)) continue;
     const char c = text[i];
-    if (quote != 0) {
-      if (c == '\\')
-        ++i;
-      else if (c == quote)
-        quote = 0;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '{' || c == '[') {
+    if (c == '{' || c == '[') {
       ++depth;
     } else if (c == '}' || c == ']') {
       --depth;
@@ -89,15 +101,9 @@ size_t interpolation_end(const std::string& text, size_t start) {
   int depth = 0;
   char quote = 0;
   for (size_t i = start; i < text.size(); ++i) {
+    if (within_quotes(text, i, quote)) continue;
     const char c = text[i];
-    if (quote != 0) {
-      if (c == '\\')
-        ++i;
-      else if (c == quote)
-        quote = 0;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '{') {
+    if (c == '{') {
       ++depth;
     } else if (c == '}' && --depth == 0) {
       return i + 1;
