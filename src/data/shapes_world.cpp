@@ -258,93 +258,131 @@ Phrase complete_caption(const std::vector<Object>& objects, int size, Rng& rng) 
   return caption;
 }
 
+// "a red circle , a blue square and a green star": every object, in random order.
+Phrase object_list(const std::vector<Object>& objects, Rng& rng) {
+  const int n = static_cast<int>(objects.size());
+  const std::vector<int> order = shuffled_indices(n, rng);
+  Phrase caption;
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) caption.add(i == n - 1 ? "and" : ",");
+    caption.add("a");
+    caption.add(describe(objects, order[i], rng));
+  }
+  return caption;
+}
+
+// "[there is] a red circle to the left of a blue square": two different objects, `a` drawn first.
+Phrase related_pair(const std::vector<Object>& objects, int a, Rng& rng) {
+  const int n = static_cast<int>(objects.size());
+  int b = static_cast<int>(rng.uniform_int(0, n - 2));
+  if (b >= a) ++b;
+  Phrase caption;
+  if (rng.bernoulli(0.5)) {
+    for (const char* word : {"there", "is"}) caption.add(word);
+  }
+  caption.add("a");
+  caption.add(describe(objects, a, rng));
+  caption.add(relation(objects[a], objects[b], rng));
+  caption.add("a");
+  caption.add(describe(objects, b, rng));
+  return caption;
+}
+
+// "[there are] two green triangles": the objects `twins` that share the first one's colour and shape.
+Phrase twins_count(const std::vector<Object>& objects, const std::vector<int>& twins, Rng& rng) {
+  Phrase caption;
+  if (rng.bernoulli(0.5)) {
+    for (const char* word : {"there", "are"}) caption.add(word);
+  }
+  caption.add(kNumbers[twins.size()]);
+  caption.add(kColorNames[objects[0].color], twins);
+  caption.add(std::string(kShapeNames[objects[0].shape]) + "s", twins);
+  return caption;
+}
+
+// The varied grammar's templates, in the order a scene's list of them is built.
+enum class Template {
+  object,         // a red circle
+  there_is,       // there is a red circle
+  on_background,  // a red circle on a gray background
+  in_region,      // a red circle in the top left
+  single,         // a single red circle, only one red circle
+  list,           // a red circle , a blue square and a green star
+  relation,       // [there is] a red circle to the left of a blue square
+  count,          // there are three shapes [including a red circle]
+  twins,          // [there are] two green triangles
+  same_color,     // two red shapes
+};
+
+// The templates a scene allows, each as often as its weight: relations four times, a count of
+// twins twice. `same_color` and `twins` are the objects sharing the first one's colour, and its
+// colour and shape.
+std::vector<Template> templates_for(int n, size_t same_color, size_t twins) {
+  using T = Template;
+  std::vector<Template> templates = {T::object, T::there_is, T::on_background, T::in_region};
+  if (n == 1) templates.push_back(T::single);
+  if (n >= 2)
+    templates.insert(
+        templates.end(), {T::list, T::relation, T::relation, T::relation, T::relation, T::count});
+  if (twins >= 2) templates.insert(templates.end(), {T::twins, T::twins});
+  if (same_color >= 2 && same_color > twins) templates.push_back(T::same_color);
+  return templates;
+}
+
 // One caption drawn from the varied grammar.
 Phrase sample_caption(const std::vector<Object>& objects, int size, Rng& rng) {
   const int n = static_cast<int>(objects.size());
   auto any_object = [&] { return static_cast<int>(rng.uniform_int(0, n - 1)); };
-  // Objects sharing the first object's color, and those sharing color and shape.
   std::vector<int> same_color;
   std::vector<int> twins;
   for (int k = 0; k < n; ++k) {
     if (objects[k].color == objects[0].color) same_color.push_back(k);
     if (objects[k].color == objects[0].color && objects[k].shape == objects[0].shape) twins.push_back(k);
   }
-  std::vector<int> templates = {0, 1, 2, 3};
-  if (n == 1) templates.push_back(4);
-  if (n >= 2) templates.insert(templates.end(), {5, 6, 6, 7, 7, 8});
-  if (twins.size() >= 2) templates.insert(templates.end(), {9, 9});
-  if (same_color.size() >= 2 && same_color.size() > twins.size()) templates.push_back(10);
+  const std::vector<Template> templates = templates_for(n, same_color.size(), twins.size());
   Phrase caption;
   switch (templates[static_cast<size_t>(rng.uniform_int(0, static_cast<int64_t>(templates.size()) - 1))]) {
-    case 0:  // a red circle
+    case Template::object:
       caption.add("a");
       caption.add(describe(objects, any_object(), rng));
       break;
-    case 1:  // there is a red circle
+    case Template::there_is:
       for (const char* word : {"there", "is", "a"}) caption.add(word);
       caption.add(describe(objects, any_object(), rng));
       break;
-    case 2:  // a red circle on a gray background
+    case Template::on_background:
       caption.add("a");
       caption.add(describe(objects, any_object(), rng));
       for (const char* word : {"on", "a", "gray", "background"}) caption.add(word);
       break;
-    case 3: {  // a red circle in the top left
+    case Template::in_region: {
       const int k = any_object();
       caption.add("a");
       caption.add(describe(objects, k, rng));
       caption.add(region(objects[k], size));
       break;
     }
-    case 4: {  // a single red circle, only one red circle
+    case Template::single: {
       const bool single = rng.bernoulli(0.5);
       caption.add(single ? "a" : "only");
       caption.add(single ? "single" : "one");
       caption.add(describe(objects, 0, rng));
       break;
     }
-    case 5: {  // a red circle , a blue square and a green star
-      const std::vector<int> order = shuffled_indices(n, rng);
-      for (int i = 0; i < n; ++i) {
-        if (i > 0) caption.add(i == n - 1 ? "and" : ",");
-        caption.add("a");
-        caption.add(describe(objects, order[i], rng));
-      }
-      break;
-    }
-    case 6:    // a red circle to the left of a blue square
-    case 7: {  // there is a red circle above a blue square
-      const int a = any_object();
-      int b = static_cast<int>(rng.uniform_int(0, n - 2));
-      if (b >= a) ++b;
-      if (rng.bernoulli(0.5)) {
-        for (const char* word : {"there", "is"}) caption.add(word);
-      }
-      caption.add("a");
-      caption.add(describe(objects, a, rng));
-      caption.add(relation(objects[a], objects[b], rng));
-      caption.add("a");
-      caption.add(describe(objects, b, rng));
-      break;
-    }
-    case 8: {  // there are three shapes including a red circle
+    case Template::list:
+      return object_list(objects, rng);
+    case Template::relation:
+      return related_pair(objects, any_object(), rng);
+    case Template::count:
       for (const char* word : {"there", "are", kNumbers[n], "shapes"}) caption.add(word);
       if (rng.bernoulli(0.5)) {
         for (const char* word : {"including", "a"}) caption.add(word);
         caption.add(describe(objects, any_object(), rng));
       }
       break;
-    }
-    case 9: {  // there are two green triangles
-      if (rng.bernoulli(0.5)) {
-        for (const char* word : {"there", "are"}) caption.add(word);
-      }
-      caption.add(kNumbers[twins.size()]);
-      caption.add(kColorNames[objects[0].color], twins);
-      caption.add(std::string(kShapeNames[objects[0].shape]) + "s", twins);
-      break;
-    }
-    default:  // two red shapes
+    case Template::twins:
+      return twins_count(objects, twins, rng);
+    case Template::same_color:
       caption.add(kNumbers[same_color.size()]);
       caption.add(kColorNames[objects[0].color], same_color);
       caption.add("shapes");
