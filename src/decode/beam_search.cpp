@@ -86,34 +86,56 @@ StepRecord record_step(const torch::Tensor& extensions, const torch::Tensor& log
   return record;
 }
 
-// Extensions of step t by <end> become finished hypotheses and free their slot (alive [B, K] is
-// set to -inf there); an image with K finished is done and all its slots die. Returns whether
-// every image is done.
+// Extensions of step t by <end> become finished hypotheses and free their slot (alive [n, K] is
+// set to -inf there); an image with K finished is done and all its slots die. The record's rows
+// and alive's are those of `images`, the n images still searched. Returns whether every image is
+// done.
 bool finish_ended(
     const StepRecord& record,
     torch::TensorAccessor<float, 2> alive,
+    const std::vector<int64_t>& images,
     int64_t t,
     const SearchOptions& options,
     std::vector<std::vector<Finished>>& finished,
     std::vector<char>& done) {
   const int64_t beam = options.beam_size;
   bool all_done = true;
-  for (size_t b = 0; b < finished.size(); ++b) {
+  for (size_t i = 0; i < images.size(); ++i) {
+    const int64_t b = images[i];
     for (int64_t k = 0; k < beam && !done[b]; ++k) {
-      const int64_t row = static_cast<int64_t>(b) * beam + k;
-      if (alive[b][k] == kNegInf || record.words[row] != options.end_id) continue;
+      const int64_t row = static_cast<int64_t>(i) * beam + k;
+      if (alive[i][k] == kNegInf || record.words[row] != options.end_id) continue;
       Finished hypothesis{t, record.parents[row], record.log_probs[row]};
-      hypothesis.score = normalized(alive[b][k], t + 1, options.length_penalty);
+      hypothesis.score = normalized(alive[i][k], t + 1, options.length_penalty);
       finished[b].push_back(hypothesis);
-      alive[b][k] = kNegInf;
+      alive[i][k] = kNegInf;
     }
     if (static_cast<int64_t>(finished[b].size()) >= beam) done[b] = 1;
     if (done[b]) {
-      for (int64_t k = 0; k < beam; ++k) alive[b][k] = kNegInf;
+      for (int64_t k = 0; k < beam; ++k) alive[i][k] = kNegInf;
     }
     all_done = all_done && done[b];
   }
   return all_done;
+}
+
+// A step's record over the rows of `images` spread to the whole batch's rows (image b's slot k at
+// b K + k), where backtracking reads it; the rows of the other images are never read.
+StepRecord spread(const StepRecord& record, const std::vector<int64_t>& images, int64_t batch, int64_t beam) {
+  if (static_cast<int64_t>(images.size()) == batch) return record;
+  StepRecord whole;
+  whole.words.resize(batch * beam);
+  whole.parents.resize(batch * beam);
+  whole.log_probs.resize(batch * beam);
+  for (size_t i = 0; i < images.size(); ++i) {
+    for (int64_t k = 0; k < beam; ++k) {
+      const int64_t from = static_cast<int64_t>(i) * beam + k, to = images[i] * beam + k;
+      whole.words[to] = record.words[from];
+      whole.parents[to] = record.parents[from];
+      whole.log_probs[to] = record.log_probs[from];
+    }
+  }
+  return whole;
 }
 
 // Each image's answers, best first: its finished hypotheses by normalized score, then, when fewer
@@ -292,45 +314,74 @@ std::vector<DecodedCaption> beam_search(
   auto scores = torch::full({batch, beam}, kNegInf, annotations.options().dtype(torch::kFloat));  // [B, K]
   scores.slice(1, 0, beam, beam / options.beam_groups).fill_(0.0f);
 
-  std::vector<StepRecord> records;
+  std::vector<StepRecord> records;         // per step, over the whole batch's rows
   std::vector<torch::Tensor> step_alphas;  // per step [B, K, (N,) L]
   std::vector<std::vector<Finished>> finished(batch);
   std::vector<char> done(batch, 0);
+  // The images still searched, whose rows (K each) the state holds: images leave once done.
+  std::vector<int64_t> images(static_cast<size_t>(batch));
+  std::iota(images.begin(), images.end(), 0);
   WordHistory history(batch * beam, options);
   for (int64_t t = 0; t <= options.max_length; ++t) {
+    const int64_t searched = static_cast<int64_t>(images.size());
     DecoderStep step = decoder.step(state, previous, options.hard_read);
-    auto log_probs = log_softmax_rows(step.logits.to(torch::kFloat));  // [B*K, V]
+    auto log_probs = log_softmax_rows(step.logits.to(torch::kFloat));  // [n*K, V]
     forbid_words(log_probs, t, options);
     history.forbid(log_probs);
     keep_an_exit(log_probs, options);
-    auto [top_scores, top_index] = best_extensions(scores, log_probs, options);  // [B, K], [B, K]
-    const auto word_log_probs = log_probs.reshape({batch, beam * vocab}).gather(1, top_index);  // [B, K]
+    auto [top_scores, top_index] = best_extensions(scores, log_probs, options);  // [n, K], [n, K]
+    const auto word_log_probs = log_probs.reshape({searched, beam * vocab}).gather(1, top_index);  // [n, K]
     auto alpha_sizes = step.alpha.sizes().vec();
-    alpha_sizes.insert(alpha_sizes.begin(), batch);
+    alpha_sizes.insert(alpha_sizes.begin(), searched);
     alpha_sizes[1] = beam;
-    step_alphas.push_back(step.alpha.reshape(alpha_sizes));  // [B, K, (N,) L]
-    records.push_back(record_step(top_index, word_log_probs, vocab));
-    const StepRecord& record = records.back();
+    step_alphas.push_back(in_batch_rows(step.alpha.reshape(alpha_sizes), images, batch));  // [B, K, (N,) L]
+    const StepRecord record = record_step(top_index, word_log_probs, vocab);
+    records.push_back(spread(record, images, batch, beam));
     // Row r of the next step extends row sources[r] of this one (image r / K's slot parents[r]).
     std::vector<int64_t> sources(record.parents.size());
     for (size_t row = 0; row < sources.size(); ++row)
       sources[row] = static_cast<int64_t>(row) / beam * beam + record.parents[row];
-    if (history.active()) history.advance(sources, record.words);
 
     auto top_cpu = top_scores.cpu().contiguous();
-    const bool all_done = finish_ended(record, top_cpu.accessor<float, 2>(), t, options, finished, done);
+    const bool all_done =
+        finish_ended(record, top_cpu.accessor<float, 2>(), images, t, options, finished, done);
     // After step max_length the other extensions are dropped: `scores` keeps the hypotheses of
     // max_length words, the unfinished fallback.
     if (all_done || t == options.max_length) break;
-    scores = top_cpu.to(scores.device());
+    std::vector<int64_t> going_on;  // positions in `images` of the images not done
+    for (int64_t i = 0; i < searched; ++i) {
+      if (!done[images[i]]) going_on.push_back(i);
+    }
     // Beams move only within their image, whose K rows of attention keys and values are
     // identical: those are not copied.
-    state = step.state.reorder_beams(torch::tensor(sources, torch::kLong).to(annotations.device()));  // [B*K]
-    previous = torch::tensor(record.words, torch::kLong).to(annotations.device());                    // [B*K]
+    state = step.state.reorder_beams(torch::tensor(sources, torch::kLong).to(annotations.device()));  // [n*K]
+    std::vector<int64_t> next_rows(sources.size());  // the rows of this step that the next extends
+    std::iota(next_rows.begin(), next_rows.end(), 0);
+    if (leave_the_search(searched - static_cast<int64_t>(going_on.size()), searched, beam)) {
+      const auto kept = torch::tensor(going_on, torch::kLong);
+      state = state.select_images(kept.to(annotations.device()), beam);
+      top_cpu = top_cpu.index_select(0, kept);
+      next_rows.clear();
+      std::vector<int64_t> kept_images;
+      for (const int64_t i : going_on) {
+        kept_images.push_back(images[i]);
+        for (int64_t k = 0; k < beam; ++k) next_rows.push_back(i * beam + k);
+      }
+      images = std::move(kept_images);
+    }
+    std::vector<int64_t> next_sources, next_words;
+    for (const int64_t row : next_rows) {
+      next_sources.push_back(sources[row]);
+      next_words.push_back(record.words[row]);
+    }
+    if (history.active()) history.advance(next_sources, next_words);
+    scores = top_cpu.to(scores.device());
+    previous = torch::tensor(next_words, torch::kLong).to(annotations.device());  // [n*K]
   }
+  // The images that left were done: each of their slots is dead.
   return best_captions(
-      records, torch::stack(step_alphas).to(torch::kCPU, torch::kFloat), finished, scores,
-      options);  // alphas [S, B, K, (N,) L]
+      records, torch::stack(step_alphas).to(torch::kCPU, torch::kFloat), finished,
+      in_batch_rows(scores, images, batch, kNegInf), options);  // alphas [S, B, K, (N,) L]
 }
 
 }  // namespace saccade

@@ -34,7 +34,7 @@ constexpr double kMinTemperature = 1e-4;
 using WordChoice = std::function<torch::Tensor(const torch::Tensor& log_probs)>;
 
 // Greedy and sampled search share everything but the choice of each word: one decoder step per
-// word for all rows, until every row has emitted <end> or max_length words.
+// word for the rows still running, until every row has emitted <end> or max_length words.
 std::vector<DecodedCaption> word_by_word(
     CaptionDecoderImpl& decoder,
     const torch::Tensor& annotations,
@@ -46,37 +46,62 @@ std::vector<DecodedCaption> word_by_word(
   const int64_t batch = annotations.size(0);
   DecoderState state = decoder.init_state(annotations);
   const auto on_device = torch::TensorOptions().device(annotations.device());
-  auto previous = torch::full({batch}, options.start_id, on_device.dtype(torch::kLong));  // [B]
+  auto previous = torch::full({batch}, options.start_id, on_device.dtype(torch::kLong));  // [n]
   WordHistory history(batch, options);
-  std::vector<int64_t> same_rows(static_cast<size_t>(batch));
-  std::iota(same_rows.begin(), same_rows.end(), 0);
-  std::vector<torch::Tensor> words, log_probs, alphas;                   // per step: [B], [B], [B, L]
-  auto finished = torch::zeros({batch}, on_device.dtype(torch::kBool));  // [B]
+  // The batch rows that the state's n rows decode, and which of them have emitted <end>.
+  std::vector<int64_t> running(static_cast<size_t>(batch));
+  std::iota(running.begin(), running.end(), 0);
+  std::vector<char> ended(static_cast<size_t>(batch), 0);
+  std::vector<torch::Tensor> words, log_probs, alphas;  // per step: [B], [B], [B, (N,) L]
   // One step more than max_length words leaves room for the <end> after the last word.
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
     // The words not allowed become -inf in place. Only <end> can then be chosen with a value
     // other than the model's (a row with every word forbidden takes it at 0), so its column is
     // kept aside for the log-probability rather than a copy of every row.
-    auto scores = log_softmax_rows(step.logits.to(torch::kFloat));     // [B, V]
-    const auto end_scores = scores.select(1, options.end_id).clone();  // [B]
+    auto scores = log_softmax_rows(step.logits.to(torch::kFloat));     // [n, V]
+    const auto end_scores = scores.select(1, options.end_id).clone();  // [n]
     forbid_words(scores, t, options);
     history.forbid(scores);
     keep_an_exit(scores, options);
-    const auto word = choose(scores);  // [B]
-    if (history.active()) {
-      const auto chosen = word.cpu().contiguous();
-      history.advance(
-          same_rows, std::vector<int64_t>(chosen.data_ptr<int64_t>(), chosen.data_ptr<int64_t>() + batch));
+    const auto word = choose(scores);  // [n]
+    const auto is_end = word == options.end_id;
+    // Rows that left the search read as having emitted <end> (their captions ended before).
+    words.push_back(in_batch_rows(word, running, batch, static_cast<double>(options.end_id)));
+    log_probs.push_back(in_batch_rows(
+        torch::where(is_end, end_scores, scores.gather(1, word.unsqueeze(1)).squeeze(1)), running, batch));
+    alphas.push_back(in_batch_rows(step.alpha, running, batch));
+    const auto chosen = word.cpu().contiguous();
+    const int64_t* chosen_words = chosen.data_ptr<int64_t>();
+    const int64_t n = static_cast<int64_t>(running.size());
+    std::vector<int64_t> going_on;  // the rows that have not emitted <end>
+    for (int64_t r = 0; r < n; ++r) {
+      ended[r] = ended[r] || chosen_words[r] == options.end_id;
+      if (!ended[r]) going_on.push_back(r);
     }
-    words.push_back(word);
-    const auto is_end = word == options.end_id;  // [B]
-    log_probs.push_back(torch::where(is_end, end_scores, scores.gather(1, word.unsqueeze(1)).squeeze(1)));
-    finished = finished | is_end;
-    alphas.push_back(step.alpha);
-    if (finished.all().item<bool>()) break;
-    state = std::move(step.state);
-    previous = word;
+    if (going_on.empty()) break;
+    const bool drop = leave_the_search(n - static_cast<int64_t>(going_on.size()), n, 1);
+    std::vector<int64_t> next_rows = going_on;  // the rows of the next step
+    if (!drop) {
+      next_rows.resize(static_cast<size_t>(n));
+      std::iota(next_rows.begin(), next_rows.end(), 0);
+    }
+    std::vector<int64_t> next_words, next_running;
+    for (const int64_t r : next_rows) {
+      next_words.push_back(chosen_words[r]);
+      next_running.push_back(running[r]);
+    }
+    history.advance(next_rows, next_words);
+    if (drop) {
+      const auto index = torch::tensor(next_rows, torch::kLong).to(annotations.device());
+      state = step.state.index_select(index);
+      previous = word.index_select(0, index);
+      running = std::move(next_running);
+      ended.assign(running.size(), 0);
+    } else {
+      state = std::move(step.state);
+      previous = word;
+    }
   }
 
   // The results go to the host once.
@@ -223,6 +248,19 @@ void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options) {
   }
   const auto stuck = (log_probs == kNegInf).all(1);  // [rows]
   if (stuck.any().item<bool>()) log_probs.select(1, options.end_id).masked_fill_(stuck, 0.0f);
+}
+
+bool leave_the_search(int64_t finished, int64_t running, int64_t beams) {
+  return finished > 0 && (beams > 1 ? 4 : 2) * finished >= running;
+}
+
+torch::Tensor in_batch_rows(
+    const torch::Tensor& x, const std::vector<int64_t>& rows, int64_t batch, double fill) {
+  if (static_cast<int64_t>(rows.size()) == batch) return x;
+  auto sizes = x.sizes().vec();
+  sizes[0] = batch;
+  const auto index = torch::tensor(rows, torch::kLong).to(x.device());
+  return torch::full(sizes, fill, x.options()).index_copy_(0, index, x);
 }
 
 bool greedy_suffices(const SearchOptions& options) {

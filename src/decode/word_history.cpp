@@ -43,8 +43,8 @@ void WordHistory::forbid(torch::Tensor& log_probs) const {
 
 void WordHistory::advance(const std::vector<int64_t>& sources, const std::vector<int64_t>& words) {
   if (!active()) return;
-  std::vector<std::vector<int64_t>> next(rows_.size());
-  for (size_t r = 0; r < rows_.size(); ++r) {
+  std::vector<std::vector<int64_t>> next(sources.size());
+  for (size_t r = 0; r < sources.size(); ++r) {
     next[r] = rows_[static_cast<size_t>(sources[r])];
     next[r].push_back(words[r]);
   }

@@ -31,7 +31,8 @@ class WordHistory {
   bool active() const { return block_trigrams_ || !bad_endings_.empty(); }
   // Sets the log-probabilities [rows, V] of the words the rules forbid to -inf.
   void forbid(torch::Tensor& log_probs) const;
-  // Row r's history becomes row sources[r]'s followed by words[r].
+  // Row r's history becomes row sources[r]'s followed by words[r]; sources.size() rows remain
+  // (fewer when rows leave the search).
   void advance(const std::vector<int64_t>& sources, const std::vector<int64_t>& words);
 
  private:

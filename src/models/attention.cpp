@@ -40,6 +40,11 @@ torch::Tensor checked_mask(
   return mask.to(torch::kBool);
 }
 
+// Rows `index` of x (undefined stays undefined).
+torch::Tensor rows_at(const torch::Tensor& x, const torch::Tensor& index) {
+  return x.defined() ? x.index_select(0, index) : x;
+}
+
 // local: the window is counted in cells of a known grid and must fit in it.
 void validate_local_window(const AttentionOptions& options) {
   const auto [rows, columns] = options.grid;
@@ -85,13 +90,18 @@ void validate(const AttentionOptions& options) {
 }
 
 AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
-  const auto rows = [](const torch::Tensor& x, const torch::Tensor& at) {
-    return x.defined() ? x.index_select(0, at) : x;
-  };
-  const auto images = beams > 1 ? index.div(beams, "floor") : index;
-  AttentionMemory selected{
-      rows(keys, images), rows(values, images), rows(mask, index), nullptr, rows(previous_alpha, index)};
-  selected.keys_t = rows(keys_t, images);
+  AttentionMemory selected = select_images(beams > 1 ? index.div(beams, "floor") : index, index);
+  selected.beams = 1;  // each row has its own copy now
+  selected.shared_keys = nullptr;
+  return selected;
+}
+
+AttentionMemory AttentionMemory::select_images(const torch::Tensor& images, const torch::Tensor& rows) const {
+  AttentionMemory selected{rows_at(keys, images),         rows_at(values, images),
+                           rows_at(mask, rows),           nullptr,
+                           rows_at(previous_alpha, rows), beams};
+  selected.keys_t = rows_at(keys_t, images);
+  if (shared_keys) selected.shared_keys = std::make_shared<TimeSharedTensor>(selected.keys);
   return selected;
 }
 

@@ -119,6 +119,9 @@ struct AttentionMemory {
   int64_t size() const { return keys.size(0) * beams; }
   // Rows `index` [B'] of every member, in that order, one image's copy per row (beams = 1).
   AttentionMemory index_select(const torch::Tensor& index) const;
+  // Images `images` [B'] and their rows `rows` [B' beams], in that order: the beams keep sharing
+  // their image's keys and values.
+  AttentionMemory select_images(const torch::Tensor& images, const torch::Tensor& rows) const;
   // The first n rows of every member, as views (the active prefix of a length-sorted batch);
   // beams = 1 only.
   AttentionMemory head(int64_t n) const;

@@ -172,10 +172,22 @@ DecoderState DecoderState::index_select(const torch::Tensor& index) const {
   if (grid_beams != 1)
     throw std::logic_error(
         "DecoderState::index_select: the rows share their image's grid; reorder_beams moves them");
-  DecoderState selected = reorder_beams(index);
-  if (memory.keys.defined()) selected.memory = memory.index_select(index);
-  selected.grid_keys = rows_of(grid_keys, index);
-  selected.grid_values = rows_of(grid_values, index);
+  return select_images(index, 1);
+}
+
+DecoderState DecoderState::select_images(const torch::Tensor& images, int64_t beams) const {
+  if (grid_beams != 1 && grid_beams != beams)
+    throw std::logic_error(
+        "DecoderState::select_images: " + std::to_string(beams) +
+        " rows per image, but the grid is kept per " + std::to_string(grid_beams) + " rows");
+  const auto rows =
+      beams == 1 ? images : (images.unsqueeze(1) * beams + torch::arange(beams, images.options())).view(-1);
+  DecoderState selected = reorder_beams(rows);
+  if (memory.keys.defined())
+    selected.memory = memory.beams == beams ? memory.select_images(images, rows) : memory.index_select(rows);
+  const auto& grid_rows = grid_beams > 1 ? images : rows;
+  selected.grid_keys = rows_of(grid_keys, grid_rows);
+  selected.grid_values = rows_of(grid_values, grid_rows);
   return selected;
 }
 

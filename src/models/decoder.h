@@ -184,6 +184,11 @@ struct DecoderState {
   // Rows `index` [B'] of everything, in that order: reorders beams or expands images to beams.
   // Refused (std::logic_error) where beams share the grid (grid_beams > 1): use reorder_beams.
   DecoderState index_select(const torch::Tensor& index) const;
+  // The rows of images `images` [B'] (int64), in that order, each image's `beams` rows together
+  // (image b's rows are b beams .. b beams + beams - 1): what the beams share is selected once per
+  // image, the rest per row. A search drops the images it has finished with so. Refused
+  // (std::logic_error) where the grid is shared by another number of rows.
+  DecoderState select_images(const torch::Tensor& images, int64_t beams) const;
   // Rows `index` [B] of what differs between the beams of one image (h, c, the previous alpha,
   // the words' keys and values), for an index that only moves rows within their image: what
   // comes from the grid stays as it is.
@@ -236,6 +241,38 @@ class CaptionDecoderImpl : public torch::nn::Module {
       const torch::Tensor& locations = {}) = 0;
 };
 TORCH_MODULE(CaptionDecoder);
+
+// A decoder that hands every call to another, `inner`: the base of those that change one call
+// (the benches' and tests' decoders that steer or count the steps of a real one).
+class ForwardingDecoderImpl : public CaptionDecoderImpl {
+ public:
+  explicit ForwardingDecoderImpl(std::shared_ptr<CaptionDecoderImpl> inner)
+      : inner_(register_module("inner", std::move(inner))) {}
+  const DecoderOptions& options() const override { return inner_->options(); }
+  DecoderOutput forward(
+      const torch::Tensor& annotations,
+      const torch::Tensor& tokens,
+      const torch::Tensor& lengths,
+      const torch::Tensor& mask = {}) override {
+    return inner_->forward(annotations, tokens, lengths, mask);
+  }
+  DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override {
+    return inner_->init_state(annotations, mask);
+  }
+  DecoderState for_beams(const DecoderState& state, int64_t beams) override {
+    return inner_->for_beams(state, beams);
+  }
+  DecoderStep step(
+      const DecoderState& state,
+      const torch::Tensor& prev_tokens,
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& locations = {}) override {
+    return inner_->step(state, prev_tokens, read, locations);
+  }
+
+ private:
+  std::shared_ptr<CaptionDecoderImpl> inner_;
+};
 
 // Checks a teacher-forced batch (tokens [B, T] with T >= 1, annotations [B, L, D], lengths [B] in
 // [0, T]) and returns the lengths. Throws std::invalid_argument naming the shape or value.

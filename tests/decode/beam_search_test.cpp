@@ -11,11 +11,14 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "config/config.h"
+#include "models/transformer_decoder.h"
 #include "test_util.h"
 #include "tiny_decoder.h"
 
@@ -287,6 +290,85 @@ TEST_F(RandomDecoderTest, BatchedEqualsOneImageAtATime) {
     EXPECT_NEAR(batched[b].log_prob, alone[0].log_prob, 1e-5) << "image " << b;
     EXPECT_TRUE(torch::allclose(batched[b].alphas, alone[0].alphas, 1e-5, 1e-6)) << "image " << b;
   }
+}
+
+// A decoder that counts the rows of every step of the decoder it wraps.
+class RowCountingDecoder : public ForwardingDecoderImpl {
+ public:
+  using ForwardingDecoderImpl::ForwardingDecoderImpl;
+  DecoderStep step(
+      const DecoderState& state,
+      const torch::Tensor& prev_tokens,
+      HardRead read,
+      const torch::Tensor& locations) override {
+    rows.push_back(prev_tokens.size(0));
+    return ForwardingDecoderImpl::step(state, prev_tokens, read, locations);
+  }
+  std::vector<int64_t> rows;  // per step
+};
+
+// Captions that end at different steps leave the batch (greedy search: rows; beam search: whole
+// images, K rows each) and every image still gets the caption it gets decoded alone: the LSTM
+// with keys shared by beams (additive, dot) and without (local), and the Transformer.
+TEST(FinishedRows, LeaveTheSearchAndEveryImageGetsItsOwnCaption) {
+  struct Case {
+    std::string name;
+    DecoderOptions options;
+  };
+  std::vector<Case> cases;
+  for (const std::string kind : {"additive", "dot", "local"}) {
+    auto options = testing::tiny_decoder_options();
+    options.attention_kind = kind;
+    options.grid = {3, 3};
+    options.attention_window = 1;
+    cases.push_back({"lstm " + kind, options});
+  }
+  auto transformer = testing::tiny_decoder_options();  // V=9, D=6, no dropout
+  transformer.kind = DecoderKind::transformer;
+  transformer.model_dim = 8;
+  transformer.ffn_dim = 12;
+  cases.push_back({"transformer", transformer});
+  int64_t runs_with_rows_leaving = 0;
+  for (const auto& [name, options] : cases) {
+    torch::manual_seed(0);
+    const auto inner = build_decoder(options).ptr();
+    auto& end_bias = options.kind == DecoderKind::lstm
+                         ? std::dynamic_pointer_cast<AttentionLSTMDecoderImpl>(inner)->out->bias
+                         : std::dynamic_pointer_cast<TransformerDecoderImpl>(inner)->out_bias;
+    RowCountingDecoder decoder(inner);
+    const auto annotations = 3 * torch::randn({12, 9, 6});  // B=12 images, L=9 on a 3 x 3 grid, D=6
+    for (const double bias : {0.0, 0.25, 0.5, 0.75}) {
+      {
+        torch::NoGradGuard no_grad;
+        end_bias[kEnd] = bias;
+      }
+      for (const int64_t beam_size : {1, 3}) {
+        SCOPED_TRACE(name + ", <end> bias " + std::to_string(bias) + ", beam " + std::to_string(beam_size));
+        auto search_options = beam(beam_size, 10);
+        search_options.block_trigrams = true;  // the rows' word histories leave with them
+        search_options.bad_ending_ids = {kA};
+        const auto search = make_caption_search(search_options);
+        decoder.rows.clear();
+        const auto batched = search->search(decoder, annotations);
+        const std::vector<int64_t> rows = decoder.rows;
+        ASSERT_FALSE(rows.empty());
+        EXPECT_EQ(rows.front(), 12 * beam_size);
+        for (size_t t = 1; t < rows.size(); ++t) {
+          EXPECT_LE(rows[t], rows[t - 1]);
+          EXPECT_EQ(rows[t] % beam_size, 0);
+        }
+        runs_with_rows_leaving += rows.back() < rows.front();
+        for (int64_t b = 0; b < annotations.size(0); ++b) {
+          const auto alone = search->search(decoder, annotations.slice(0, b, b + 1));
+          EXPECT_EQ(batched[b].tokens, alone[0].tokens) << "image " << b;
+          EXPECT_NEAR(batched[b].log_prob, alone[0].log_prob, 1e-5) << "image " << b;
+          EXPECT_EQ(batched[b].finished, alone[0].finished) << "image " << b;
+          EXPECT_TRUE(torch::allclose(batched[b].alphas, alone[0].alphas, 1e-5, 1e-6)) << "image " << b;
+        }
+      }
+    }
+  }
+  EXPECT_GE(runs_with_rows_leaving, 16);  // of 32: 22 with this seed
 }
 
 // Word 5 wins every step by ~100 and <end> is ~1e4 below everything: no hypothesis ever ends.
