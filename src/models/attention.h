@@ -102,7 +102,8 @@ struct AttentionMemory {
   torch::Tensor mask;    // [B, L] bool, true = a real location; undefined = every location is real
   // The keys again, for fused kernels that read a prefix keys[:n] per step and add its gradient
   // in place into one buffer for all steps (additive); kinds written with plain ops read `keys`.
-  // Shared by head(), dropped by index_select() (those keys are new tensors).
+  // Shared by head(), dropped by index_select() (those keys are new tensors), made anew for
+  // them by select_images().
   std::shared_ptr<TimeSharedTensor> shared_keys;
   // The previous step's alpha [B, L] (or [B, N, L]); undefined before the first step. The decoder
   // sets it after each step; local attention with a monotonic centre reads it.
