@@ -231,7 +231,7 @@ int bench_beam(const Job& job) {
   beam5.beam_size = 5;
   beam5.max_length = kMaxLength;
   // Captions of 8 to 20 words (mean 13.8), spread over the batch: finished rows leave the search
-  // (leave_the_search), where the lines above run every row to max_length.
+  // (RunningMembers), where the lines above run every row to max_length.
   std::vector<int64_t> lengths;
   for (int64_t b = 0; b < kBatch; ++b) lengths.push_back(8 + b * 13 / kBatch);
   for (const auto& [search, beams] : std::vector<std::pair<CaptionSearch, int64_t>>{

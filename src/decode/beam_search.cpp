@@ -9,6 +9,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "decode/running_members.h"
 #include "decode/search.h"
 #include "decode/word_history.h"
 #include "kernels/cross_entropy.h"
@@ -318,25 +319,23 @@ std::vector<DecodedCaption> beam_search(
   std::vector<torch::Tensor> step_alphas;  // per step [B, K, (N,) L]
   std::vector<std::vector<Finished>> finished(batch);
   std::vector<char> done(batch, 0);
-  // The images still searched, whose rows (K each) the state holds: images leave once done.
-  std::vector<int64_t> images(static_cast<size_t>(batch));
-  std::iota(images.begin(), images.end(), 0);
+  RunningMembers searched(batch, beam);  // the images whose rows (K each) the state holds
   WordHistory history(batch * beam, options);
   for (int64_t t = 0; t <= options.max_length; ++t) {
-    const int64_t searched = static_cast<int64_t>(images.size());
     DecoderStep step = decoder.step(state, previous, options.hard_read);
     auto log_probs = log_softmax_rows(step.logits.to(torch::kFloat));  // [n*K, V]
     forbid_words(log_probs, t, options);
     history.forbid(log_probs);
     keep_an_exit(log_probs, options);
     auto [top_scores, top_index] = best_extensions(scores, log_probs, options);  // [n, K], [n, K]
-    const auto word_log_probs = log_probs.reshape({searched, beam * vocab}).gather(1, top_index);  // [n, K]
+    const auto word_log_probs =
+        log_probs.reshape({searched.size(), beam * vocab}).gather(1, top_index);  // [n, K]
     auto alpha_sizes = step.alpha.sizes().vec();
-    alpha_sizes.insert(alpha_sizes.begin(), searched);
+    alpha_sizes.insert(alpha_sizes.begin(), searched.size());
     alpha_sizes[1] = beam;
-    step_alphas.push_back(in_batch_rows(step.alpha.reshape(alpha_sizes), images, batch));  // [B, K, (N,) L]
+    step_alphas.push_back(searched.in_batch_rows(step.alpha.reshape(alpha_sizes)));  // [B, K, (N,) L]
     const StepRecord record = record_step(top_index, word_log_probs, vocab);
-    records.push_back(spread(record, images, batch, beam));
+    records.push_back(spread(record, searched.positions(), batch, beam));
     // Row r of the next step extends row sources[r] of this one (image r / K's slot parents[r]).
     std::vector<int64_t> sources(record.parents.size());
     for (size_t row = 0; row < sources.size(); ++row)
@@ -344,44 +343,32 @@ std::vector<DecodedCaption> beam_search(
 
     auto top_cpu = top_scores.cpu().contiguous();
     const bool all_done =
-        finish_ended(record, top_cpu.accessor<float, 2>(), images, t, options, finished, done);
+        finish_ended(record, top_cpu.accessor<float, 2>(), searched.positions(), t, options, finished, done);
     // After step max_length the other extensions are dropped: `scores` keeps the hypotheses of
     // max_length words, the unfinished fallback.
     if (all_done || t == options.max_length) break;
-    std::vector<int64_t> going_on;  // positions in `images` of the images not done
-    for (int64_t i = 0; i < searched; ++i) {
-      if (!done[images[i]]) going_on.push_back(i);
-    }
     // Beams move only within their image, whose K rows of attention keys and values are
     // identical: those are not copied.
     state = step.state.reorder_beams(torch::tensor(sources, torch::kLong).to(annotations.device()));  // [n*K]
-    std::vector<int64_t> next_rows(sources.size());  // the rows of this step that the next extends
-    std::iota(next_rows.begin(), next_rows.end(), 0);
-    if (leave_the_search(searched - static_cast<int64_t>(going_on.size()), searched, beam)) {
-      const auto kept = torch::tensor(going_on, torch::kLong);
+    const auto next = searched.after_step(done);
+    if (!next.kept.empty()) {
+      const auto kept = torch::tensor(next.kept, torch::kLong);
       state = state.select_images(kept.to(annotations.device()), beam);
       top_cpu = top_cpu.index_select(0, kept);
-      next_rows.clear();
-      std::vector<int64_t> kept_images;
-      for (const int64_t i : going_on) {
-        kept_images.push_back(images[i]);
-        for (int64_t k = 0; k < beam; ++k) next_rows.push_back(i * beam + k);
-      }
-      images = std::move(kept_images);
     }
     std::vector<int64_t> next_sources, next_words;
-    for (const int64_t row : next_rows) {
+    for (const int64_t row : next.rows) {
       next_sources.push_back(sources[row]);
       next_words.push_back(record.words[row]);
     }
-    if (history.active()) history.advance(next_sources, next_words);
+    history.advance(next_sources, next_words);
     scores = top_cpu.to(scores.device());
     previous = torch::tensor(next_words, torch::kLong).to(annotations.device());  // [n*K]
   }
   // The images that left were done: each of their slots is dead.
   return best_captions(
       records, torch::stack(step_alphas).to(torch::kCPU, torch::kFloat), finished,
-      in_batch_rows(scores, images, batch, kNegInf), options);  // alphas [S, B, K, (N,) L]
+      searched.in_batch_rows(scores, kNegInf), options);  // alphas [S, B, K, (N,) L]
 }
 
 }  // namespace saccade

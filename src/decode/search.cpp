@@ -15,6 +15,7 @@
 
 #include "base/enum_names.h"
 #include "config/config.h"
+#include "decode/running_members.h"
 #include "decode/word_history.h"
 #include "kernels/cross_entropy.h"
 
@@ -33,84 +34,20 @@ constexpr double kMinTemperature = 1e-4;
 // Picks every row's word from the log-probabilities of the words allowed [B, V] (the others -inf).
 using WordChoice = std::function<torch::Tensor(const torch::Tensor& log_probs)>;
 
-// Greedy and sampled search share everything but the choice of each word: one decoder step per
-// word for the rows still running, until every row has emitted <end> or max_length words.
-std::vector<DecodedCaption> word_by_word(
-    CaptionDecoderImpl& decoder,
-    const torch::Tensor& annotations,
-    const SearchOptions& options,
-    const WordChoice& choose) {
-  c10::InferenceMode inference;
-  EvalModeGuard eval_mode(decoder);
-
-  const int64_t batch = annotations.size(0);
-  DecoderState state = decoder.init_state(annotations);
-  const auto on_device = torch::TensorOptions().device(annotations.device());
-  auto previous = torch::full({batch}, options.start_id, on_device.dtype(torch::kLong));  // [n]
-  WordHistory history(batch, options);
-  // The batch rows that the state's n rows decode, and which of them have emitted <end>.
-  std::vector<int64_t> running(static_cast<size_t>(batch));
-  std::iota(running.begin(), running.end(), 0);
-  std::vector<char> ended(static_cast<size_t>(batch), 0);
-  std::vector<torch::Tensor> words, log_probs, alphas;  // per step: [B], [B], [B, (N,) L]
-  // One step more than max_length words leaves room for the <end> after the last word.
-  for (int64_t t = 0; t <= options.max_length; ++t) {
-    DecoderStep step = decoder.step(state, previous, options.hard_read);
-    // The words not allowed become -inf in place. Only <end> can then be chosen with a value
-    // other than the model's (a row with every word forbidden takes it at 0), so its column is
-    // kept aside for the log-probability rather than a copy of every row.
-    auto scores = log_softmax_rows(step.logits.to(torch::kFloat));     // [n, V]
-    const auto end_scores = scores.select(1, options.end_id).clone();  // [n]
-    forbid_words(scores, t, options);
-    history.forbid(scores);
-    keep_an_exit(scores, options);
-    const auto word = choose(scores);  // [n]
-    const auto is_end = word == options.end_id;
-    // Rows that left the search read as having emitted <end> (their captions ended before).
-    words.push_back(in_batch_rows(word, running, batch, static_cast<double>(options.end_id)));
-    log_probs.push_back(in_batch_rows(
-        torch::where(is_end, end_scores, scores.gather(1, word.unsqueeze(1)).squeeze(1)), running, batch));
-    alphas.push_back(in_batch_rows(step.alpha, running, batch));
-    const auto chosen = word.cpu().contiguous();
-    const int64_t* chosen_words = chosen.data_ptr<int64_t>();
-    const int64_t n = static_cast<int64_t>(running.size());
-    std::vector<int64_t> going_on;  // the rows that have not emitted <end>
-    for (int64_t r = 0; r < n; ++r) {
-      ended[r] = ended[r] || chosen_words[r] == options.end_id;
-      if (!ended[r]) going_on.push_back(r);
-    }
-    if (going_on.empty()) break;
-    const bool drop = leave_the_search(n - static_cast<int64_t>(going_on.size()), n, 1);
-    std::vector<int64_t> next_rows = going_on;  // the rows of the next step
-    if (!drop) {
-      next_rows.resize(static_cast<size_t>(n));
-      std::iota(next_rows.begin(), next_rows.end(), 0);
-    }
-    std::vector<int64_t> next_words, next_running;
-    for (const int64_t r : next_rows) {
-      next_words.push_back(chosen_words[r]);
-      next_running.push_back(running[r]);
-    }
-    history.advance(next_rows, next_words);
-    if (drop) {
-      const auto index = torch::tensor(next_rows, torch::kLong).to(annotations.device());
-      state = step.state.index_select(index);
-      previous = word.index_select(0, index);
-      running = std::move(next_running);
-      ended.assign(running.size(), 0);
-    } else {
-      state = std::move(step.state);
-      previous = word;
-    }
-  }
-
+// Each batch row's caption from the words, log-probabilities and alphas of every step (per step
+// [B], [B], [B, (N,) L]): up to its first <end> or max_length words.
+std::vector<DecodedCaption> captions_of_steps(
+    const std::vector<torch::Tensor>& words,
+    const std::vector<torch::Tensor>& log_probs,
+    const std::vector<torch::Tensor>& alphas,
+    const SearchOptions& options) {
   // The results go to the host once.
   const auto word_matrix = torch::stack(words, 1).cpu();                             // [B, S]
   const auto log_prob_matrix = torch::stack(log_probs, 1).cpu();                     // [B, S]
   const auto alpha_matrix = torch::stack(alphas, 1).to(torch::kCPU, torch::kFloat);  // [B, S, (N,) L]
   const auto word_access = word_matrix.accessor<int64_t, 2>();
   const auto log_prob_access = log_prob_matrix.accessor<float, 2>();
-  const int64_t steps = word_matrix.size(1);
+  const int64_t batch = word_matrix.size(0), steps = word_matrix.size(1);
 
   std::vector<DecodedCaption> captions(batch);
   for (int64_t b = 0; b < batch; ++b) {
@@ -130,6 +67,63 @@ std::vector<DecodedCaption> word_by_word(
     caption.alphas = alpha_matrix[b].slice(0, 0, emitted).clone();  // [n, L]
   }
   return captions;
+}
+
+// Greedy and sampled search share everything but the choice of each word: one decoder step per
+// word for the rows still running, until every row has emitted <end> or max_length words.
+std::vector<DecodedCaption> word_by_word(
+    CaptionDecoderImpl& decoder,
+    const torch::Tensor& annotations,
+    const SearchOptions& options,
+    const WordChoice& choose) {
+  c10::InferenceMode inference;
+  EvalModeGuard eval_mode(decoder);
+
+  const int64_t batch = annotations.size(0);
+  DecoderState state = decoder.init_state(annotations);
+  const auto on_device = torch::TensorOptions().device(annotations.device());
+  auto previous = torch::full({batch}, options.start_id, on_device.dtype(torch::kLong));  // [n]
+  WordHistory history(batch, options);
+  RunningMembers running(batch, 1);                        // the batch rows the state's n rows decode
+  std::vector<char> ended(static_cast<size_t>(batch), 0);  // per batch row: <end> emitted
+  std::vector<torch::Tensor> words, log_probs, alphas;     // per step: [B], [B], [B, (N,) L]
+  // One step more than max_length words leaves room for the <end> after the last word.
+  for (int64_t t = 0; t <= options.max_length; ++t) {
+    DecoderStep step = decoder.step(state, previous, options.hard_read);
+    // The words not allowed become -inf in place. Only <end> can then be chosen with a value
+    // other than the model's (a row with every word forbidden takes it at 0), so its column is
+    // kept aside for the log-probability rather than a copy of every row.
+    auto scores = log_softmax_rows(step.logits.to(torch::kFloat));     // [n, V]
+    const auto end_scores = scores.select(1, options.end_id).clone();  // [n]
+    forbid_words(scores, t, options);
+    history.forbid(scores);
+    keep_an_exit(scores, options);
+    const auto word = choose(scores);  // [n]
+    const auto is_end = word == options.end_id;
+    // Rows that left the search read as having emitted <end> (their captions ended before).
+    words.push_back(running.in_batch_rows(word, static_cast<double>(options.end_id)));
+    log_probs.push_back(running.in_batch_rows(
+        torch::where(is_end, end_scores, scores.gather(1, word.unsqueeze(1)).squeeze(1))));
+    alphas.push_back(running.in_batch_rows(step.alpha));
+    const auto chosen = word.cpu().contiguous();
+    const int64_t* chosen_words = chosen.data_ptr<int64_t>();
+    for (int64_t r = 0; r < running.size(); ++r)
+      ended[running.positions()[r]] |= chosen_words[r] == options.end_id;
+    if (std::all_of(ended.begin(), ended.end(), [](char row_ended) { return row_ended != 0; })) break;
+    const auto next = running.after_step(ended);
+    std::vector<int64_t> next_words;
+    for (const int64_t r : next.rows) next_words.push_back(chosen_words[r]);
+    history.advance(next.rows, next_words);
+    if (next.kept.empty()) {
+      state = std::move(step.state);
+      previous = word;
+    } else {
+      const auto kept = torch::tensor(next.kept, torch::kLong).to(annotations.device());
+      state = step.state.index_select(kept);
+      previous = word.index_select(0, kept);
+    }
+  }
+  return captions_of_steps(words, log_probs, alphas, options);
 }
 
 // Step t's words drawn from the allowed words' distribution as `options` reshapes it (search.h).
@@ -248,19 +242,6 @@ void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options) {
   }
   const auto stuck = (log_probs == kNegInf).all(1);  // [rows]
   if (stuck.any().item<bool>()) log_probs.select(1, options.end_id).masked_fill_(stuck, 0.0f);
-}
-
-bool leave_the_search(int64_t finished, int64_t running, int64_t beams) {
-  return finished > 0 && (beams > 1 ? 4 : 2) * finished >= running;
-}
-
-torch::Tensor in_batch_rows(
-    const torch::Tensor& x, const std::vector<int64_t>& rows, int64_t batch, double fill) {
-  if (static_cast<int64_t>(rows.size()) == batch) return x;
-  auto sizes = x.sizes().vec();
-  sizes[0] = batch;
-  const auto index = torch::tensor(rows, torch::kLong).to(x.device());
-  return torch::full(sizes, fill, x.options()).index_copy_(0, index, x);
 }
 
 bool greedy_suffices(const SearchOptions& options) {

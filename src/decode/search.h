@@ -115,23 +115,6 @@ SearchOptions search_options_from(const Config& config, const Vocabulary& vocabu
 // for greedy search and sampling), token ids >= 0, start != end, unk distinct from start and end.
 void validate(const SearchOptions& options);
 
-// Whether the finished members of a search, `finished` of the `running` it decodes, should
-// leave it now: greedy and sampled captions that emitted <end> (beams = 1) once they are half of
-// it, beam search's images with beam_size finished captions once they are a quarter. Each time
-// members leave, the state of the others is copied (the LSTM's attention keys and values, 2 MB an
-// image at L=196, D=2048: about what a step reads of it), so they leave in groups; an image of K
-// beams saves K rows of every later step for one image's copy. `bench beam` (captions of 8-20
-// words, 2-core Xeon): greedy over 32 images at a quarter was slower than none in bf16, at half
-// faster in fp32 and even in bf16; beam 5 over 32 images fastest at a quarter. A caption is the
-// one its image gets decoded alone, up to the rounding of products over other row counts;
-// sampling draws for the rows still decoded, so a seed repeats its captions.
-bool leave_the_search(int64_t finished, int64_t running, int64_t beams);
-
-// x [n, ...] of the n rows (or images) `rows` still searched, as [batch, ...] in the batch's order:
-// `fill` in the rows that left. x itself while every row is searched.
-torch::Tensor in_batch_rows(
-    const torch::Tensor& x, const std::vector<int64_t>& rows, int64_t batch, double fill = 0.0);
-
 // Whether greedy search gives what the options ask for: not sampling, one hypothesis (beam_size 1
 // or method greedy), n_best 1, min_length 0, block_unk off (the length penalty does not matter with one
 // hypothesis; trigram blocking and bad endings apply to greedy search as to the others).

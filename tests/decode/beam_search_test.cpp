@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "decode/running_members.h"
 #include "models/transformer_decoder.h"
 #include "test_util.h"
 #include "tiny_decoder.h"
@@ -306,6 +307,39 @@ class RowCountingDecoder : public ForwardingDecoderImpl {
   }
   std::vector<int64_t> rows;  // per step
 };
+
+// The rule, enumerated: captions (one row each) leave once half are finished, images of 3 beams
+// once a quarter are; the rows that go on are the kept members' rows, in order.
+TEST(RunningMembers, FinishedMembersLeaveInGroups) {
+  RunningMembers captions(8, 1);
+  std::vector<char> finished(8, 0);
+  finished[1] = finished[4] = finished[6] = 1;  // 3 of 8: they stay
+  auto next = captions.after_step(finished);
+  EXPECT_TRUE(next.kept.empty());
+  EXPECT_EQ(next.rows, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  const auto x = torch::arange(8, torch::kFloat);
+  EXPECT_TRUE(torch::equal(captions.in_batch_rows(x), x));
+  finished[7] = 1;  // 4 of 8: they leave
+  next = captions.after_step(finished);
+  EXPECT_EQ(next.kept, (std::vector<int64_t>{0, 2, 3, 5}));
+  EXPECT_EQ(next.rows, next.kept);
+  EXPECT_EQ(captions.positions(), (std::vector<int64_t>{0, 2, 3, 5}));
+  EXPECT_TRUE(torch::equal(
+      captions.in_batch_rows(torch::tensor({10.0f, 12.0f, 13.0f, 15.0f}), -1.0),
+      torch::tensor({10.0f, -1.0f, 12.0f, 13.0f, -1.0f, 15.0f, -1.0f, -1.0f})));
+  finished[2] = 1;  // 1 of the 4 left: it stays
+  EXPECT_TRUE(captions.after_step(finished).kept.empty());
+
+  RunningMembers images(8, 3);
+  std::vector<char> done(8, 0);
+  done[5] = 1;  // 1 of 8: it stays
+  EXPECT_TRUE(images.after_step(done).kept.empty());
+  done[0] = 1;  // 2 of 8: they leave
+  next = images.after_step(done);
+  EXPECT_EQ(next.kept, (std::vector<int64_t>{1, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(
+      next.rows, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 21, 22, 23}));
+}
 
 // Captions that end at different steps leave the batch (greedy search: rows; beam search: whole
 // images, K rows each) and every image still gets the caption it gets decoded alone: the LSTM
