@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "config/config.h"
 #include "config/overrides.h"
@@ -13,6 +14,9 @@
 
 namespace saccade::config_detail {
 namespace {
+
+// What opens an interpolation, named once: its brace is never counted as code's.
+constexpr std::string_view kOpening = "${";
 
 std::string trim(const std::string& text) {
   const size_t first = text.find_first_not_of(" \t");
@@ -173,7 +177,7 @@ YAML::Node Resolver::resolve_tree(const Located& at, OnMissing on_missing) {
 
 // A string that is exactly one interpolation takes the value's type; anything else is a string.
 Located Resolver::evaluate(const std::string& text, const NodePath& at) {
-  if (text.rfind("${", 0) == 0 && interpolation_end(text, 0) == text.size()) {
+  if (text.rfind(kOpening, 0) == 0 && interpolation_end(text, 0) == text.size()) {
     size_t pos = 0;
     return interpolation(text, pos, at);
   }
@@ -186,7 +190,7 @@ std::string Resolver::interpolate_string(const std::string& text, const NodePath
   while (i < text.size()) {
     size_t run = 0;
     while (i + run < text.size() && text[i + run] == '\\') ++run;
-    const bool before_interpolation = text.compare(i + run, 2, "${") == 0;
+    const bool before_interpolation = text.compare(i + run, kOpening.size(), kOpening) == 0;
     if (run > 0 && !before_interpolation) {
       out.append(run, '\\');
       i += run;
@@ -196,12 +200,12 @@ std::string Resolver::interpolate_string(const std::string& text, const NodePath
       out += text[i++];
       continue;
     }
-    // Backslashes before "${" escape each other in pairs; an odd one escapes the "${".
+    // Backslashes before an opening escape each other in pairs; an odd one escapes the opening.
     out.append(run / 2, '\\');
     i += run;
     if (run % 2 == 1) {
-      out += "${";
-      i += 2;
+      out += kOpening;
+      i += kOpening.size();
       continue;
     }
     const Located value = interpolation(text, i, at);
@@ -213,14 +217,15 @@ std::string Resolver::interpolate_string(const std::string& text, const NodePath
 Located Resolver::interpolation(const std::string& text, size_t& pos, const NodePath& at) {
   const size_t end = interpolation_end(text, pos);
   if (end == std::string::npos) throw ConfigError("Unterminated interpolation in '" + text + "'" + where(at));
-  const std::string inner = text.substr(pos + 2, end - pos - 3);
+  const std::string inner =
+      text.substr(pos + kOpening.size(), end - pos - kOpening.size() - 1);  // without the braces
   pos = end;
   // The head up to the first top-level ':' is a resolver name; without one it is a key, whose
   // nested interpolations are evaluated to build it.
   std::string head;
   size_t i = 0;
   while (i < inner.size() && inner[i] != ':') {
-    if (inner.compare(i, 2, "${") == 0) {
+    if (inner.compare(i, kOpening.size(), kOpening) == 0) {
       // A nested interpolation names a key: as in OmegaConf, it must give a string.
       const size_t start = i;
       const YAML::Node part = resolve_tree(interpolation(inner, i, at));
@@ -283,9 +288,9 @@ YAML::Node Resolver::argument(const std::string& text, const NodePath& at) {
       if (arg[i] == '\\' && i + 2 < arg.size() && arg[i + 1] == first) ++i;
       body += arg[i];
     }
-    return string_node(body.find("${") == std::string::npos ? body : interpolate_string(body, at));
+    return string_node(body.find(kOpening) == std::string::npos ? body : interpolate_string(body, at));
   }
-  if (arg.find("${") != std::string::npos) return resolve_tree(evaluate(arg, at));
+  if (arg.find(kOpening) != std::string::npos) return resolve_tree(evaluate(arg, at));
   try {
     return parse_value_element(arg);
   } catch (const ConfigError&) {
