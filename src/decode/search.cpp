@@ -258,9 +258,8 @@ std::vector<DecodedCaption> greedy_search(
         "Greedy search cannot honour decode.beam_size > 1, decode.min_length, decode.block_unk or sampling; "
         "make_caption_search chooses another search for them");
   }
-  return word_by_word(decoder, annotations, options, [](const torch::Tensor& log_probs) {
-    return std::get<1>(log_probs.max(1));
-  });
+  return word_by_word(
+      decoder, annotations, options, [](const torch::Tensor& log_probs) { return argmax_rows(log_probs); });
 }
 
 std::vector<DecodedCaption> sample_search(

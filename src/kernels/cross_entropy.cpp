@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -72,6 +73,50 @@ SACCADE_INLINE void log_softmax_rows(const float* logits, float* out, int64_t be
   }
 }
 
+// best[n] = the first v of row n's largest value for rows [begin, end), as torch::max ranks them:
+// a NaN above every number, equal values by position. One pass: each lane keeps its largest value
+// and where it first saw it; between lanes a tie goes to the lower position.
+template <int W>
+SACCADE_INLINE void argmax_rows(const float* scores, int64_t* best, int64_t begin, int64_t end, int64_t V) {
+  using Vec = Lanes<float, W>;
+  using Positions = Lanes<int32_t, W>;
+  const int64_t V_lanes = V - V % W;
+  Positions lane_positions = {};
+  for (int i = 0; i < W; ++i) lane_positions[i] = i;
+  for (int64_t n = begin; n < end; ++n) {
+    const float* row = scores + n * V;
+    int64_t at = 0;
+    bool has_nan = false;
+    if (V_lanes > 0) {
+      Vec high = load<W>(row);
+      Positions where = lane_positions, position = lane_positions, nan = high != high;
+      for (int64_t v = W; v < V_lanes; v += W) {
+        const Vec x = load<W>(row + v);
+        position += W;
+        const Positions above = x > high;
+        high = above ? x : high;
+        where = above ? position : where;
+        nan |= x != x;
+      }
+      float top = high[0];
+      at = where[0];
+      for (int i = 0; i < W; ++i) {
+        has_nan |= nan[i] != 0;
+        if (high[i] > top || (high[i] == top && where[i] < at)) {
+          top = high[i];
+          at = where[i];
+        }
+      }
+    }
+    for (int64_t v = V_lanes; v < V; ++v) {
+      has_nan |= std::isnan(row[v]);
+      if (row[v] > row[at]) at = v;
+    }
+    if (has_nan) at = std::find_if(row, row + V, [](float x) { return std::isnan(x); }) - row;
+    best[n] = at;
+  }
+}
+
 // grad[n, v] = g[n] (exp(logits[n, v] - m[n] - log_sum[n]) - [v == target[n]]) for rows [begin, end).
 template <int W>
 SACCADE_INLINE void cross_entropy_backward_rows(
@@ -100,6 +145,7 @@ struct CrossEntropyKernels {
   decltype(&cross_entropy_rows<1>) forward;
   decltype(&cross_entropy_backward_rows<1>) backward;
   decltype(&log_softmax_rows<1>) log_softmax;
+  decltype(&argmax_rows<1>) argmax;
 };
 
 #if defined(__x86_64__)
@@ -107,7 +153,8 @@ struct CrossEntropyKernels {
 // The kernels on one instruction set (`On`), `W` floats to a register.
 template <template <auto> class On, int W>
 constexpr CrossEntropyKernels cross_entropy_kernels_on = {
-    On<&cross_entropy_rows<W>>::run, On<&cross_entropy_backward_rows<W>>::run, On<&log_softmax_rows<W>>::run};
+    On<&cross_entropy_rows<W>>::run, On<&cross_entropy_backward_rows<W>>::run, On<&log_softmax_rows<W>>::run,
+    On<&argmax_rows<W>>::run};
 
 const CrossEntropyKernels& cross_entropy_kernels(KernelIsa isa) {
   return isa == KernelIsa::avx512 ? cross_entropy_kernels_on<OnAvx512, 16>
@@ -204,6 +251,25 @@ torch::Tensor log_softmax_rows(KernelIsa isa, const torch::Tensor& logits) {
     kernel(x.data_ptr<float>(), out.data_ptr<float>(), begin, end, V);
   });
   return out;
+}
+
+torch::Tensor argmax_rows(const torch::Tensor& scores) {
+  return argmax_rows(best_kernel_isa(), scores);
+}
+
+torch::Tensor argmax_rows(KernelIsa isa, const torch::Tensor& scores) {
+  if (isa == KernelIsa::none || scores.dim() != 2 || scores.size(1) == 0 ||
+      scores.size(1) > std::numeric_limits<int32_t>::max() || !takes_cpu_kernels(scores))
+    return std::get<1>(scores.max(1));
+  RECORD_FUNCTION("saccade::argmax_rows", std::vector<c10::IValue>({scores}));  // named in profiles
+  const auto x = scores.contiguous();
+  const int64_t N = x.size(0), V = x.size(1);
+  auto best = torch::empty({N}, x.options().dtype(torch::kLong));
+  const auto kernel = cross_entropy_kernels(isa).argmax;
+  at::parallel_for(0, N, grain(V), [&](int64_t begin, int64_t end) {
+    kernel(x.data_ptr<float>(), best.data_ptr<int64_t>(), begin, end, V);
+  });
+  return best;
 }
 
 }  // namespace saccade

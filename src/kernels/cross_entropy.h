@@ -1,8 +1,10 @@
 // The per-word cross-entropy of the training objective, -log softmax(logits)[target], as one
-// autograd node; and decoding's log-softmax of each step's words from the same row pass.
+// autograd node; decoding's log-softmax of each step's words from the same row pass, and its
+// greedy choice of a word.
 //
 //   torch::Tensor nll = token_cross_entropy(logits, targets);   // [N, V], [N] -> [N]
 //   torch::Tensor log_probs = log_softmax_rows(step_logits);    // [B, V] -> [B, V]
+//   torch::Tensor words = argmax_rows(log_probs);               // [B, V] -> [B] (int64)
 //
 // torch::nn::functional::cross_entropy writes the log-softmax [N, V], a zero-filled [N, V] for
 // the NLL's gradient, and reads both back in backward: at the peers' size (N = 640 words,
@@ -31,5 +33,12 @@ torch::Tensor token_cross_entropy(KernelIsa isa, const torch::Tensor& logits, co
 // without the kernels, take torch::log_softmax.
 torch::Tensor log_softmax_rows(const torch::Tensor& logits);
 torch::Tensor log_softmax_rows(KernelIsa isa, const torch::Tensor& logits);
+
+// The position of each row's largest value in float32 scores [N, V] on the CPU, as torch::max(1)
+// gives it (the first of equal values; the first NaN before any number), in one vector pass:
+// greedy search's choice of a word. LibTorch's max took ~130 us for [32, 10000] in decoding.
+// Other tensors, and a CPU without the kernels, take torch::max.
+torch::Tensor argmax_rows(const torch::Tensor& scores);
+torch::Tensor argmax_rows(KernelIsa isa, const torch::Tensor& scores);
 
 }  // namespace saccade

@@ -12,6 +12,7 @@
 
 #include "base/enum_names.h"
 #include "config/config.h"
+#include "kernels/attention_kernels.h"
 #include "kernels/lstm_cell.h"
 #include "kernels/packed_linear.h"
 #include "kernels/time_shared.h"
@@ -367,13 +368,13 @@ DecoderState AttentionLSTMDecoderImpl::init_state(
   // PackedWeights hands them to torch::linear).
   auto packed = torch::GradMode::is_enabled() ? PackedWeights() : step_recurrence().packed;
   auto memory = attention->remember(annotations, mask, packed);
-  torch::Tensor mean;
-  if (memory.mask.defined()) {
-    const auto weights = memory.mask.to(annotations.scalar_type()).unsqueeze(1);          // [B, 1, L]
-    mean = torch::bmm(weights, annotations).squeeze(1) / weights.sum(-1).clamp_min(1.0);  // [B, D]
-  } else {
-    mean = annotations.mean(1);  // [B, D]
-  }
+  // The mean annotation over the locations the mask keeps: the context under uniform weights, by
+  // the context's kernel (LibTorch's mean read the grid at a third of its speed).
+  const auto kept = memory.mask.defined()
+                        ? memory.mask.to(annotations.scalar_type())
+                        : torch::ones(annotations.sizes().slice(0, 2), annotations.options());
+  const auto uniform = kept / kept.sum(1, /*keepdim=*/true).clamp_min(1.0);                     // [B, L]
+  const auto mean = expected_value(uniform.unsqueeze(1), annotations.unsqueeze(1)).squeeze(1);  // [B, D]
   DecoderState state;
   state.h = torch::tanh(packed.linear(mean, init_h->weight, init_h->bias));  // h_0 [B, H]
   state.c = torch::tanh(packed.linear(mean, init_c->weight, init_c->bias));  // c_0 [B, H]

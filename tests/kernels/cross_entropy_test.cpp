@@ -1,7 +1,8 @@
 // token_cross_entropy against torch's cross_entropy in double precision: values and gradients for
 // each kernel the CPU runs, over vocabularies that take whole vectors and tails of scalars, rows
 // whose logits spread over thousands, and targets out of range; log_softmax_rows against
-// log_softmax in double, forbidden (-inf) words included.
+// log_softmax in double, forbidden (-inf) words included; argmax_rows against torch::max over ties,
+// NaNs and rows with every word forbidden.
 #include "kernels/cross_entropy.h"
 
 #include <gtest/gtest.h>
@@ -82,6 +83,38 @@ TEST(LogSoftmaxRows, MatchesLogSoftmaxInDouble) {
             << where;
       }
     }
+  }
+}
+
+TEST(ArgmaxRows, MatchesTorchMaxOverTiesNaNsAndForbiddenRows) {
+  torch::manual_seed(2);
+  std::vector<KernelIsa> isas = supported_kernel_isas();
+  isas.push_back(KernelIsa::none);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t V : {1, 7, 16, 37, 1000, 10000}) {
+    // Scores from five values, so most rows tie at their largest in several lanes and positions.
+    auto scores = torch::randint(5, {12, V}).to(torch::kFloat) - 4.0f;
+    scores[0].fill_(-inf);  // every word forbidden
+    scores[1].fill_(-inf);  // one word allowed, the last
+    scores[1][V - 1] = -3.0f;
+    scores[2][V / 2] = nan;  // a NaN ranks above every number
+    scores[3][V - 1] = nan;  // in the tail or a lane's last vector
+    scores[4].fill_(nan);
+    scores[5][0] = nan;
+    scores[5][V - 1] = 7.0f;
+    scores[6][V - 1] = 7.0f;                          // the largest last
+    scores[7].masked_fill_(scores[7] == 0.0f, -inf);  // forbidden words among the scores
+    const auto expected = std::get<1>(scores.max(1));
+    for (const KernelIsa isa : isas) {
+      const auto words = argmax_rows(isa, scores);
+      const std::string where = std::string(to_string(isa)) + " V=" + std::to_string(V);
+      ASSERT_EQ(words.scalar_type(), torch::kLong) << where;
+      EXPECT_TRUE(torch::equal(words, expected)) << where << "\n" << words << "\n" << expected;
+    }
+    // A strided view is read as torch reads it.
+    const auto columns = scores.t().contiguous().t();
+    for (const KernelIsa isa : isas)
+      EXPECT_TRUE(torch::equal(argmax_rows(isa, columns), expected)) << to_string(isa) << " V=" << V;
   }
 }
 
