@@ -323,10 +323,11 @@ std::vector<DecodedCaption> beam_search(
   WordHistory history(batch * beam, options);
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
-    auto log_probs = log_softmax_rows(step.logits.to(torch::kFloat));  // [n*K, V]
+    auto log_probs = log_softmax_rows(step.logits.to(torch::kFloat));        // [n*K, V]
+    const auto end_log_probs = log_probs.select(1, options.end_id).clone();  // [n*K]
     forbid_words(log_probs, t, options);
     history.forbid(log_probs);
-    keep_an_exit(log_probs, options);
+    keep_an_exit(log_probs, end_log_probs, options);
     auto [top_scores, top_index] = best_extensions(scores, log_probs, options);  // [n, K], [n, K]
     const auto word_log_probs =
         log_probs.reshape({searched.size(), beam * vocab}).gather(1, top_index);  // [n, K]

@@ -90,20 +90,17 @@ std::vector<DecodedCaption> word_by_word(
   // One step more than max_length words leaves room for the <end> after the last word.
   for (int64_t t = 0; t <= options.max_length; ++t) {
     DecoderStep step = decoder.step(state, previous, options.hard_read);
-    // The words not allowed become -inf in place. Only <end> can then be chosen with a value
-    // other than the model's (a row with every word forbidden takes it at 0), so its column is
-    // kept aside for the log-probability rather than a copy of every row.
+    // The words not allowed become -inf in place; only <end>'s column is kept aside, for a row
+    // with every word forbidden, rather than a copy of every row.
     auto scores = log_softmax_rows(step.logits.to(torch::kFloat));     // [n, V]
     const auto end_scores = scores.select(1, options.end_id).clone();  // [n]
     forbid_words(scores, t, options);
     history.forbid(scores);
-    keep_an_exit(scores, options);
+    keep_an_exit(scores, end_scores, options);
     const auto word = choose(scores);  // [n]
-    const auto is_end = word == options.end_id;
     // Rows that left the search read as having emitted <end> (their captions ended before).
     words.push_back(running.in_batch_rows(word, static_cast<double>(options.end_id)));
-    log_probs.push_back(running.in_batch_rows(
-        torch::where(is_end, end_scores, scores.gather(1, word.unsqueeze(1)).squeeze(1))));
+    log_probs.push_back(running.in_batch_rows(scores.gather(1, word.unsqueeze(1)).squeeze(1)));
     alphas.push_back(running.in_batch_rows(step.alpha));
     const auto chosen = word.cpu().contiguous();
     const int64_t* chosen_words = chosen.data_ptr<int64_t>();
@@ -227,7 +224,9 @@ void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& opti
   if (t < options.min_length) log_probs.select(1, options.end_id).fill_(kNegInf);
 }
 
-void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options) {
+void keep_an_exit(
+    torch::Tensor& log_probs, const torch::Tensor& end_log_probs, const SearchOptions& options) {
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
   if (log_probs.device().is_cpu() && log_probs.scalar_type() == torch::kFloat && log_probs.is_contiguous()) {
     // A row is stuck only when every word is forbidden; the scan stops at its first allowed word,
     // among the first few of any real vocabulary.
@@ -236,12 +235,13 @@ void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options) {
     for (int64_t row = 0; row < rows; ++row) {
       const float* begin = data + row * vocab;
       if (std::all_of(begin, begin + vocab, [](float value) { return value == kNegInf; }))
-        data[row * vocab + options.end_id] = 0.0f;
+        data[row * vocab + options.end_id] = std::max(end_log_probs[row].item<float>(), kLowest);
     }
     return;
   }
   const auto stuck = (log_probs == kNegInf).all(1);  // [rows]
-  if (stuck.any().item<bool>()) log_probs.select(1, options.end_id).masked_fill_(stuck, 0.0f);
+  auto end_column = log_probs.select(1, options.end_id);
+  end_column.copy_(torch::where(stuck, end_log_probs.clamp_min(kLowest).to(end_column.dtype()), end_column));
 }
 
 bool greedy_suffices(const SearchOptions& options) {

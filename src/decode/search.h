@@ -125,8 +125,10 @@ bool greedy_suffices(const SearchOptions& options);
 void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& options);
 
 // Re-allows <end> in the rows [rows, V] where every word is forbidden (a tiny vocabulary under
-// trigram blocking and a minimum length): a caption may always stop.
-void keep_an_exit(torch::Tensor& log_probs, const SearchOptions& options);
+// trigram blocking and a minimum length), at the model's log-probability `end_log_probs` [rows]
+// taken before the words were forbidden (the lowest float where that is -inf, so the row keeps a
+// word to take): a caption may always stop, and its log-probability stays the model's.
+void keep_an_exit(torch::Tensor& log_probs, const torch::Tensor& end_log_probs, const SearchOptions& options);
 
 // Beam search's choice at one step: the K best extensions of each image [B, K] (their scores, and
 // indices into the image's K*V extensions, best first), each slot's score [B, K] plus each word's
