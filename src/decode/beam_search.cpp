@@ -190,6 +190,8 @@ std::vector<DecodedCaption> best_captions(
 // over the log-probabilities without writing the sums: [B, K] scores and indices into the image's
 // extensions, best first. false (nothing written) when a sum is NaN or two sums tie among the K
 // best or at the K-th: topk orders those its own way, and the searches' results keep its order.
+// An image whose every slot is dead (done, until it leaves the search) takes -inf at each slot's
+// first word, one of the orders topk may give its K*V tied sums; nothing reads those picks.
 bool top_extensions_on_cpu(
     const torch::Tensor& scores, const torch::Tensor& log_probs, torch::Tensor& top, torch::Tensor& index) {
   // Blocks of 16 sums as four vectors of the baseline ISA's width (SSE2's four floats).
@@ -212,6 +214,14 @@ bool top_extensions_on_cpu(
         best_left_out = left_out ? std::max(best_left_out, sum) : sum;
         left_out = true;
       };
+      const float* image_scores = slot.data_ptr<float>() + b * beam;
+      if (std::all_of(image_scores, image_scores + beam, [](float score) { return score == kNegInf; })) {
+        for (int64_t k = 0; k < beam; ++k) {
+          value[k] = kNegInf;
+          at[k] = k * vocab;
+        }
+        continue;
+      }
       // The largest sum of the blocks passed over whole, lane by lane.
       Quad blocks_left_out = Quad{} - std::numeric_limits<float>::infinity();
       for (int64_t k = 0; k < beam; ++k) {

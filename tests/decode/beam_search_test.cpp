@@ -199,8 +199,8 @@ TEST_F(BeamSearchTest, NBestListsTheFinishedCaptionsBestFirst) {
 }
 
 // best_extensions against topk of the sums: random log-probabilities (B=3 images, K=5, V=37)
-// with dead slots (-inf) and forbidden words, one image and several; ties and NaN, which it hands
-// to topk, give topk's own answer.
+// with dead slots (-inf), an image with every slot dead and forbidden words, one image and several;
+// ties and NaN, which it hands to topk, give topk's own answer.
 TEST_F(BeamSearchTest, BestExtensionsAreTopkOfTheSums) {
   const int64_t K = 5;
   // 37 words: two blocks of 16 and a tail; 200: blocks the scan passes over whole.
@@ -222,6 +222,22 @@ TEST_F(BeamSearchTest, BestExtensionsAreTopkOfTheSums) {
           << what << ", " << images << " images, " << V << " words";
     };
     check("distinct sums");
+    if (images > 1) {
+      // An image with every slot dead (done): -inf at each slot's first word, the others topk's.
+      const auto saved = scores[1].clone();
+      scores[1].fill_(-std::numeric_limits<float>::infinity());
+      const auto [expected_scores, expected_index] =
+          (scores.reshape({images * K, 1}) + log_probs).reshape({images, K * V}).topk(K, 1);
+      const auto [actual_scores, actual_index] = best_extensions(scores, log_probs, beam(K));
+      EXPECT_TRUE(torch::isneginf(actual_scores[1]).all().item<bool>()) << V << " words";
+      EXPECT_TRUE(torch::equal(actual_index[1], torch::arange(K) * V)) << V << " words";
+      for (const int64_t live : {0, 2}) {
+        EXPECT_TRUE(torch::equal(actual_scores[live], expected_scores[live]))
+            << live << ", " << V << " words";
+        EXPECT_TRUE(torch::equal(actual_index[live], expected_index[live])) << live << ", " << V << " words";
+      }
+      scores[1].copy_(saved);
+    }
     {
       // The K-th best sum again, elsewhere in its slot's row: a tie at the K-th.
       const int64_t kth = std::get<1>(best_extensions(scores, log_probs, beam(K)))[0][K - 1].item<int64_t>();
