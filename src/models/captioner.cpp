@@ -23,11 +23,6 @@ torch::Device CaptionerImpl::device() const {
   return decoder->parameters().front().device();
 }
 
-DecoderOutput CaptionerImpl::forward(
-    const torch::Tensor& images, const torch::Tensor& tokens, const torch::Tensor& lengths) {
-  return decoder->forward(encode(images), tokens, lengths);
-}
-
 Captioner build_captioner(
     const EncoderOptions& encoder_options, DecoderOptions decoder_options, int64_t vocab_size) {
   Encoder encoder = build_encoder(encoder_options);

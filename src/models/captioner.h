@@ -3,9 +3,9 @@
 // models/transformer.h).
 //
 //   Captioner model = build_captioner(encoder_options, decoder_options, vocabulary.size());
-//   DecoderOutput out = model->forward(images, tokens, lengths);   // teacher forcing
-//   torch::Tensor a = model->encode(images);                        // [B, L, D] for decoding
-//   torch::Tensor r = model->refine(cached, {8, 8});                // cached encoder output -> [B, L, D]
+//   torch::Tensor a = model->encode(images);                          // [B, L, D]
+//   torch::Tensor r = model->refine(cached, {8, 8});                  // cached encoder output -> [B, L, D]
+//   DecoderOutput out = model->decoder->forward(a, tokens, lengths);  // teacher forcing
 //
 // Parameter names are "encoder.<torchvision name>", "refiner.<torch.nn.TransformerEncoder name>"
 // and "decoder.<decoder name>", so a checkpoint's model.safetensors maps one to one onto the
@@ -35,11 +35,6 @@ class CaptionerImpl : public torch::nn::Module {
 
   // Where the parameters are (Placement::device once the caller has moved the model there).
   torch::Device device() const;
-
-  // Teacher-forced pass: images [B, 3, H, W], tokens [B, T] (<start> w1 .. wn, padded), lengths
-  // [B] (steps per caption) -> logits [B, T, V], alphas, gates (see DecoderOutput).
-  DecoderOutput forward(
-      const torch::Tensor& images, const torch::Tensor& tokens, const torch::Tensor& lengths);
 
   Encoder encoder{nullptr};
   GridRefiner refiner{nullptr};
