@@ -25,6 +25,15 @@ DecoderOptions peer_decoder_options(const Config& config);
 // "D=2048 L=196 A=E=H=512 V=10000 ..." for `options`, as the benches print it.
 std::string describe_decoder(const DecoderOptions& options);
 
+// The LSTM decoder's useful forward FLOPs (multiply-adds count 2; elementwise work is not
+// counted) over `batch` images of `locations` locations that run `words` decoder steps in all:
+// the keys once per image, h_0 and c_0, then each step's products (bench_decoder.cpp).
+struct LstmForwardFlops {
+  double keys = 0, init = 0, per_word = 0;
+  double total(int64_t words) const { return keys + init + static_cast<double>(words) * per_word; }
+};
+LstmForwardFlops lstm_forward_flops(const DecoderOptions& options, int64_t batch, int64_t locations);
+
 // Runs `run` once under LibTorch's profiler and prints the `top` ops by self time, with their
 // input shapes (bench_decoder.cpp).
 void print_op_profile(const std::string& what, const std::function<void()>& run, size_t top);

@@ -8,7 +8,8 @@
 // products and AMX tiles where the CPU has them).
 // Random weights rarely emit <end> (p ~ 1/V), so every search runs its full 21 steps: the numbers
 // are the worst case of a trained model. One more line times greedy search over 32 images whose
-// captions end at 8 to 20 words (LengthForcedDecoder), where finished rows leave the search.
+// captions end at 8 to 20 words (LengthForcedDecoder), where finished rows leave the search, and
+// for the LSTM, what the products of greedy search over 32 images take at the matmul's speed.
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
@@ -204,9 +205,10 @@ int bench_beam(const Job& job) {
   const auto single = torch::randn({1, kLocations, 2048}).to(job.placement.device);        // [1, L, D]
   const auto batched = torch::randn({kBatch, kLocations, 2048}).to(job.placement.device);  // [B, L, D]
   const InferencePrecision inference_precision(job.placement);
+  const double matmul_gflops = measure_matmul_gflops(1024);
   std::printf(
       "machine: LibTorch threads %d, %s, matmul 1024x1024 %.1f GFLOP/s\n", at::get_num_threads(),
-      runtime_environment().c_str(), measure_matmul_gflops(1024));
+      runtime_environment().c_str(), matmul_gflops);
   std::printf(
       "%s; L=196, max_length %lld; on %s\n", describe_decoder(options).c_str(),
       static_cast<long long>(kMaxLength), InferencePrecision::describe(job.placement).c_str());
@@ -240,6 +242,16 @@ int bench_beam(const Job& job) {
     std::printf(
         "%-10s %18s %22.1f   (captions of 8-20 words)\n", search.describe().c_str(), "",
         ms_per_image(search, ending, batched, 3));
+  }
+  if (options.kind == DecoderKind::lstm) {
+    // The products' floor under the greedy line over 32 images: its steps (max_length words and
+    // <end>) at the matmul's speed, the attention's reads of the grids not counted.
+    const int64_t steps = kMaxLength + 1;
+    const double gflop = lstm_forward_flops(options, kBatch, kLocations).total(kBatch * steps) / 1e9;
+    std::printf(
+        "greedy over 32 images makes %.1f GFLOP of products in %lld steps: %.1f ms per image at the matmul's "
+        "speed\n",
+        gflop, static_cast<long long>(steps), gflop / matmul_gflops / kBatch * 1e3);
   }
   print_op_profile(
       "beam 5, 1 image", [&] { CaptionSearch(SearchMethod::beam, beam5).search(*decoder, single); }, 12);

@@ -67,21 +67,34 @@ double transformer_training_flops(const DecoderOptions& o, int64_t batch, int64_
   return total;
 }
 
-// Useful FLOPs of one training step (multiply-adds count 2; elementwise work is not counted).
-// Prints the formula with this configuration's numbers.
+}  // namespace
+
+LstmForwardFlops lstm_forward_flops(const DecoderOptions& o, int64_t batch, int64_t locations) {
+  const double B = batch, L = locations, D = o.annotation_dim, E = o.embed_dim, H = o.hidden_dim;
+  const double A = o.attention_dim, V = o.vocab_size,
+               G = o.gate == Gate::vector ? D : (o.gate == Gate::scalar ? 1 : 0);
+  LstmForwardFlops flops;
+  flops.keys = 2 * B * L * D * A;                // W_a a, once per image
+  flops.init = 2 * B * 2 * D * H;                // f_init_h, f_init_c
+  flops.per_word = 2 * (H * (A + G + 4 * H)      // h_{t-1} -> query | gate | LSTM U
+                        + L * A + L * D          // scores w^T tanh(.), context sum alpha a
+                        + D * 4 * H + E * 4 * H  // LSTM input weights
+                        + H * V);                // output layer
+  return flops;
+}
+
+namespace {
+
+// Useful FLOPs of one training step. Prints the formula with this configuration's numbers.
 double training_flops(const DecoderOptions& o, int64_t batch, int64_t locations, int64_t words) {
   if (o.kind == DecoderKind::transformer)
     return transformer_training_flops(o, batch, locations, words / batch);
   const double B = batch, L = locations, N = words, D = o.annotation_dim, E = o.embed_dim, H = o.hidden_dim;
   const double A = o.attention_dim, V = o.vocab_size,
                G = o.gate == Gate::vector ? D : (o.gate == Gate::scalar ? 1 : 0);
-  const double keys = 2 * B * L * D * A;                // W_a a, once per image
-  const double init = 2 * B * 2 * D * H;                // f_init_h, f_init_c
-  const double per_word = 2 * (H * (A + G + 4 * H)      // h_{t-1} -> query | gate | LSTM U
-                               + L * A + L * D          // scores w^T tanh(.), context sum alpha a
-                               + D * 4 * H + E * 4 * H  // LSTM input weights
-                               + H * V);                // output layer
-  const double forward = keys + init + N * per_word;
+  const auto flops = lstm_forward_flops(o, batch, locations);
+  const double keys = flops.keys, init = flops.init, per_word = flops.per_word;
+  const double forward = flops.total(words);
   // Backward costs two products per forward product, except W_a a: the features need no gradient.
   const double total = 3 * forward - keys;
   std::printf(
