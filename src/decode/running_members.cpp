@@ -25,10 +25,8 @@ RunningMembers::Next RunningMembers::after_step(const std::vector<char>& finishe
   for (int64_t i = 0; i < size(); ++i) {
     if (!finished[positions_[i]]) going_on.push_back(i);
   }
-  const int64_t left = size() - static_cast<int64_t>(going_on.size());
-  const bool leave = left > 0 && (rows_per_member_ > 1 ? 4 : 2) * left >= size();
   Next next;
-  if (!leave) {
+  if (static_cast<int64_t>(going_on.size()) == size()) {
     next.rows.resize(static_cast<size_t>(size() * rows_per_member_));
     std::iota(next.rows.begin(), next.rows.end(), 0);
     return next;

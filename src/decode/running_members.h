@@ -8,15 +8,14 @@
 //     ... members kept (positions among this step's) are selected from the state
 //   }
 //
-// Members leave in groups: each time some leave, the state of the others is copied (the LSTM's
-// attention keys and values, 2 MB an image at L=196, D=2048: about what a step reads of it).
-// Greedy and sampled captions leave once half of the members are finished; beam search's images
-// (K rows each, so one image's copy saves K rows of every later step) once a quarter are.
-// Measured with `bench beam` (captions of 8-20 words, 2-core Xeon): greedy over 32 images with
-// rows leaving at a quarter was slower than with none in bf16, at half faster in fp32 and even in
-// bf16; beam 5 over 32 images was fastest at a quarter. A caption is the one its image gets
-// decoded alone, up to the rounding of products over other row counts; sampling draws for the
-// rows still decoded, so a seed repeats its captions.
+// Members leave as soon as they finish: where the CPU kernels read the attention memory, the
+// images left read their keys and values through an index (AttentionMemory::images,
+// DecoderState::grid_images) and leaving copies only the rows' own state (h, c, the words'
+// keys and values). Measured with `bench beam` (captions of 8-20 words, 2-core Xeon), against
+// leaving in groups (half of the captions, a quarter of beam search's images) as when the memory
+// was copied: greedy and beam 5 over 32 images faster in fp32 and bf16. A caption is the one its
+// image gets decoded alone, up to the rounding of products over other row counts; sampling draws
+// for the rows still decoded, so a seed repeats its captions.
 #pragma once
 
 #include <torch/types.h>

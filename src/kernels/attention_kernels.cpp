@@ -18,6 +18,37 @@
 namespace saccade {
 namespace {
 
+// The rows of a [B, ...] memory that a step's images read, as a kernel indexes them: `images`
+// [count] (int64, each in [0, B)) or, undefined, 0 .. count - 1. Holds the index's CPU copy.
+class ImageRows {
+ public:
+  ImageRows(const torch::Tensor& images, int64_t count, int64_t rows, const char* kernel) {
+    if (!images.defined()) {
+      TORCH_CHECK(count <= rows, kernel, ": ", count, " images read a memory of ", rows);
+      return;
+    }
+    TORCH_CHECK(
+        images.dim() == 1 && images.size(0) == count && images.scalar_type() == torch::kLong, kernel,
+        ": the images' rows must be int64 [", count, "], got ", images.sizes(), " ", images.scalar_type());
+    index_ = images.to(torch::kCPU).contiguous();
+    TORCH_CHECK(
+        count == 0 || (index_.min().item<int64_t>() >= 0 && index_.max().item<int64_t>() < rows), kernel,
+        ": an image's row is outside the memory's ", rows);
+  }
+
+  int64_t operator[](int64_t image) const {
+    return index_.defined() ? index_.data_ptr<int64_t>()[image] : image;
+  }
+
+  // x's rows for the plain ops: the index's, or the first count.
+  static torch::Tensor select(const torch::Tensor& x, const torch::Tensor& images, int64_t count) {
+    return images.defined() ? x.index_select(0, images.to(x.device())) : x.narrow(0, 0, count);
+  }
+
+ private:
+  torch::Tensor index_;
+};
+
 // The additive scores at locations [l_begin, l_end) of one image for its R query rows:
 // e[j][l] = sum_a w[a] tanh(keys[l, a] + q[j][a]) (eq. 4, f_att), W values of a at a time. A
 // location's keys are read once for all R rows (the beams of one image), from L1 after the first.
@@ -302,8 +333,12 @@ class AdditiveScoresBackward : public torch::autograd::Node {
 
 // One autograd node whose backward makes one more pass over [n, L, A] (see the header).
 torch::Tensor additive_scores(
-    const TimeSharedTensor& keys, const torch::Tensor& q, const torch::Tensor& w, int64_t beams) {
-  return additive_scores(best_kernel_isa(), keys, q, w, beams);
+    const TimeSharedTensor& keys,
+    const torch::Tensor& q,
+    const torch::Tensor& w,
+    int64_t beams,
+    const torch::Tensor& images) {
+  return additive_scores(best_kernel_isa(), keys, q, w, beams, images);
 }
 
 torch::Tensor additive_scores(
@@ -311,22 +346,25 @@ torch::Tensor additive_scores(
     const TimeSharedTensor& keys,
     const torch::Tensor& q,
     const torch::Tensor& w,
-    int64_t beams) {
+    int64_t beams,
+    const torch::Tensor& images) {
   const int64_t n = q.size(0), L = keys.value().size(1), A = keys.value().size(2);
   TORCH_CHECK(
       beams >= 1 && n % beams == 0, "additive_scores: ", n, " query rows are not whole images of ", beams,
       " beams");
-  const int64_t images = n / beams;
+  const int64_t count = n / beams;
+  const ImageRows image_rows(images, count, keys.value().size(0), "additive_scores");
   if (isa == KernelIsa::none || !takes_cpu_kernels(q, /*doubles_too=*/true) ||
       keys.value().scalar_type() != q.scalar_type()) {
-    const auto k = keys.source().narrow(0, 0, images);
+    const auto k = ImageRows::select(keys.source(), images, count);
     return torch::matmul(
         torch::tanh((beams > 1 ? k.repeat_interleave(beams, 0) : k) + q.unsqueeze(1)), w);  // [n, L]
   }
   const bool gradient = torch::autograd::compute_requires_grad(q, w, keys.token());
   TORCH_CHECK(!gradient || beams == 1, "additive_scores: no gradient through keys shared by beams");
+  TORCH_CHECK(!gradient || !images.defined(), "additive_scores: no gradient through keys read by an index");
   RECORD_FUNCTION("saccade::additive_scores", std::vector<c10::IValue>({q}));  // named in profiles
-  const auto k = keys.value().narrow(0, 0, images).contiguous();               // [images, L, A]
+  const auto k = keys.value().contiguous();                                    // [B, L, A]
   const auto q_values = q.detach().contiguous();                               // [n, A]
   const auto w_values = w.detach().contiguous();                               // [A]
   auto e = torch::empty({n, L}, q.options());                                  // [n, L]
@@ -336,12 +374,12 @@ torch::Tensor additive_scores(
     scalar_t* ep = e.data_ptr<scalar_t>();
     const auto scores_locations = image_kernels<scalar_t>(isa).scores;
     // The images' locations split over the threads, so one image's beams use them all.
-    at::parallel_for(0, images * L, 1, [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, count * L, 1, [&](int64_t begin, int64_t end) {
       for (int64_t at = begin; at < end;) {
         const int64_t b = at / L, l_begin = at % L, l_end = std::min(L, l_begin + end - at);
         scores_locations(
-            kp + b * L * A, qp + b * beams * A, w_values.data_ptr<scalar_t>(), ep + b * beams * L, l_begin,
-            l_end, L, A, beams);
+            kp + image_rows[b] * L * A, qp + b * beams * A, w_values.data_ptr<scalar_t>(), ep + b * beams * L,
+            l_begin, l_end, L, A, beams);
         at += l_end - l_begin;
       }
     });
@@ -357,37 +395,51 @@ torch::Tensor additive_scores(
 
 namespace {
 
-// The soft context z = sum_l alpha_l v_l (eq. 13) per image and head, images over the threads.
+// The soft context z = sum_l alpha_l v_l (eq. 13) per image and head, images over the threads:
+// alpha [C R, N, L], values [B, N, L, Dv] -> [C R, N, Dv], R rows (beams) for each of the C
+// images, which read rows `images` of values (undefined: the first C).
+torch::Tensor expected_value_rows(
+    KernelIsa isa,
+    const torch::Tensor& alpha,
+    const torch::Tensor& values,
+    int64_t beams,
+    const torch::Tensor& images) {
+  RECORD_FUNCTION("saccade::expected_value", std::vector<c10::IValue>({alpha}));  // named in profiles
+  const int64_t N = alpha.size(1), L = values.size(2), Dv = values.size(3), count = alpha.size(0) / beams;
+  const ImageRows image_rows(images, count, values.size(0), "expected_value");
+  const auto a = alpha.contiguous(), v = values.contiguous();
+  auto z = torch::empty({alpha.size(0), N, Dv}, values.options());  // [C R, N, Dv]
+  // Tasks of (image, head, block of columns): an image's beams split its columns over the threads.
+  constexpr int64_t kColumns = 512;
+  const int64_t blocks = (Dv + kColumns - 1) / kColumns;
+  AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "expected_value", [&] {
+    const scalar_t* ap = a.data_ptr<scalar_t>();
+    const scalar_t* vp = v.data_ptr<scalar_t>();
+    scalar_t* zp = z.data_ptr<scalar_t>();
+    const auto expected_value_columns = image_kernels<scalar_t>(isa).expected_value;
+    at::parallel_for(0, count * N * blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t block = task % blocks, h = task / blocks % N, b = task / blocks / N;
+        expected_value_columns(
+            ap + (b * beams * N + h) * L, N * L, vp + (image_rows[b] * N + h) * L * Dv,
+            zp + (b * beams * N + h) * Dv, N * Dv, L, Dv, block * kColumns,
+            std::min(Dv, (block + 1) * kColumns), beams);
+      }
+    });
+  });
+  return z;
+}
+
+// expected_value_rows as an autograd node, one row per image (beams = 1, no index).
 class ExpectedValue : public torch::autograd::Function<ExpectedValue> {
  public:
-  // alpha [B R, N, L], values [B, N, L, Dv] -> [B R, N, Dv]: R rows (beams) per image.
   static torch::Tensor forward(
       torch::autograd::AutogradContext* ctx,
       KernelIsa isa,
       const torch::Tensor& alpha,
-      const torch::Tensor& values,
-      int64_t beams) {
-    RECORD_FUNCTION("saccade::expected_value", std::vector<c10::IValue>({alpha}));  // named in profiles
-    const int64_t N = alpha.size(1), L = values.size(2), Dv = values.size(3), images = alpha.size(0) / beams;
+      const torch::Tensor& values) {
     const auto a = alpha.contiguous(), v = values.contiguous();
-    auto z = torch::empty({alpha.size(0), N, Dv}, values.options());  // [B R, N, Dv]
-    // Tasks of (image, head, block of columns): an image's beams split its columns over the threads.
-    constexpr int64_t kColumns = 512;
-    const int64_t blocks = (Dv + kColumns - 1) / kColumns;
-    AT_DISPATCH_FLOATING_TYPES(v.scalar_type(), "expected_value", [&] {
-      const scalar_t* ap = a.data_ptr<scalar_t>();
-      const scalar_t* vp = v.data_ptr<scalar_t>();
-      scalar_t* zp = z.data_ptr<scalar_t>();
-      const auto expected_value_columns = image_kernels<scalar_t>(isa).expected_value;
-      at::parallel_for(0, images * N * blocks, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t task = begin; task < end; ++task) {
-          const int64_t block = task % blocks, h = task / blocks % N, b = task / blocks / N;
-          expected_value_columns(
-              ap + (b * beams * N + h) * L, N * L, vp + (b * N + h) * L * Dv, zp + (b * beams * N + h) * Dv,
-              N * Dv, L, Dv, block * kColumns, std::min(Dv, (block + 1) * kColumns), beams);
-        }
-      });
-    });
+    auto z = expected_value_rows(isa, a, v, 1, {});
     ctx->save_for_backward({a, v});
     ctx->saved_data["isa"] = static_cast<int64_t>(isa);
     return z;
@@ -416,30 +468,43 @@ class ExpectedValue : public torch::autograd::Function<ExpectedValue> {
       });
     }
     if (ctx->needs_input_grad(1)) grad_values = alpha.unsqueeze(-1) * g.unsqueeze(-2);  // [B, N, L, Dv]
-    return {torch::Tensor(), grad_alpha, grad_values, torch::Tensor()};
+    return {torch::Tensor(), grad_alpha, grad_values};
   }
 };
 
 }  // namespace
 
-torch::Tensor expected_value(const torch::Tensor& alpha, const torch::Tensor& values, int64_t beams) {
-  return expected_value(best_kernel_isa(), alpha, values, beams);
+torch::Tensor expected_value(
+    const torch::Tensor& alpha, const torch::Tensor& values, int64_t beams, const torch::Tensor& images) {
+  return expected_value(best_kernel_isa(), alpha, values, beams, images);
 }
 
 torch::Tensor expected_value(
-    KernelIsa isa, const torch::Tensor& alpha, const torch::Tensor& values, int64_t beams) {
+    KernelIsa isa,
+    const torch::Tensor& alpha,
+    const torch::Tensor& values,
+    int64_t beams,
+    const torch::Tensor& images) {
+  const int64_t count = images.defined() ? images.size(0) : values.size(0);
   TORCH_CHECK(
-      beams >= 1 && alpha.size(0) == values.size(0) * beams, "expected_value: alpha ", alpha.sizes(),
-      " is not ", beams, " rows per image of values ", values.sizes());
+      beams >= 1 && alpha.size(0) == count * beams, "expected_value: alpha ", alpha.sizes(), " is not ",
+      beams, " rows per image of ", count, " images of values ", values.sizes());
   if (isa == KernelIsa::none || !takes_cpu_kernels(values, /*doubles_too=*/true) ||
       alpha.scalar_type() != values.scalar_type()) {
-    const auto per_row = beams > 1 ? values.repeat_interleave(beams, 0) : values;
-    return torch::matmul(alpha.unsqueeze(-2), per_row).squeeze(-2);  // [B, N, Dv]
+    const auto read = ImageRows::select(values, images, count);
+    const auto per_row = beams > 1 ? read.repeat_interleave(beams, 0) : read;
+    return torch::matmul(alpha.unsqueeze(-2), per_row).squeeze(-2);  // [C R, N, Dv]
   }
-  TORCH_CHECK(
-      beams == 1 || !torch::autograd::compute_requires_grad(alpha, values),
-      "expected_value: no gradient through values shared by beams");
-  return ExpectedValue::apply(isa, alpha, values, beams);
+  if (!torch::autograd::compute_requires_grad(alpha, values))
+    return expected_value_rows(isa, alpha, values, beams, images);
+  TORCH_CHECK(beams == 1, "expected_value: no gradient through values shared by beams");
+  TORCH_CHECK(!images.defined(), "expected_value: no gradient through values read by an index");
+  return ExpectedValue::apply(isa, alpha, values);
+}
+
+bool kernels_read_in_place(const torch::Tensor& memory) {
+  return best_kernel_isa() != KernelIsa::none && takes_cpu_kernels(memory, /*doubles_too=*/true) &&
+         !torch::GradMode::is_enabled();
 }
 
 }  // namespace saccade

@@ -89,24 +89,46 @@ void validate(const AttentionOptions& options) {
   }
 }
 
+torch::Tensor AttentionMemory::per_image(const torch::Tensor& x) const {
+  return images.defined() ? rows_at(x, images) : x;
+}
+
 AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
-  AttentionMemory selected = select_images(beams > 1 ? index.div(beams, "floor") : index, index);
-  selected.beams = 1;  // each row has its own copy now
-  selected.shared_keys = nullptr;
+  const auto image_of_row = beams > 1 ? index.div(beams, "floor") : index;
+  const auto read = images.defined() ? images.index_select(0, image_of_row) : image_of_row;
+  AttentionMemory selected{rows_at(keys, read),
+                           rows_at(values, read),
+                           rows_at(mask, index),
+                           nullptr,
+                           rows_at(previous_alpha, index),
+                           1};
+  selected.keys_t = rows_at(keys_t, read);
   return selected;
 }
 
-AttentionMemory AttentionMemory::select_images(const torch::Tensor& images, const torch::Tensor& rows) const {
-  AttentionMemory selected{rows_at(keys, images),         rows_at(values, images),
+AttentionMemory AttentionMemory::select_images(const torch::Tensor& chosen, const torch::Tensor& rows) const {
+  // Where the CPU kernels read keys and values (the additive scores, the dot products' transposed
+  // keys and every context), the chosen images read theirs in place.
+  const auto read = images.defined() ? images.index_select(0, chosen) : chosen;
+  if (kernels_read_in_place(keys) && kernels_read_in_place(values)) {
+    AttentionMemory selected = *this;
+    selected.mask = rows_at(mask, rows);
+    selected.previous_alpha = rows_at(previous_alpha, rows);
+    selected.images = read;
+    return selected;
+  }
+  AttentionMemory selected{rows_at(keys, read),           rows_at(values, read),
                            rows_at(mask, rows),           nullptr,
                            rows_at(previous_alpha, rows), beams};
-  selected.keys_t = rows_at(keys_t, images);
+  selected.keys_t = rows_at(keys_t, read);
   if (shared_keys) selected.shared_keys = std::make_shared<TimeSharedTensor>(selected.keys);
   return selected;
 }
 
 AttentionMemory AttentionMemory::head(int64_t n) const {
   TORCH_CHECK(beams == 1, "AttentionMemory::head: the rows of beams are not a length-sorted batch");
+  TORCH_CHECK(
+      !images.defined(), "AttentionMemory::head: the images of a search are not a length-sorted batch");
   const auto prefix = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, 0, n) : x; };
   AttentionMemory first{prefix(keys), prefix(values), prefix(mask), shared_keys, prefix(previous_alpha)};
   first.keys_t = prefix(keys_t);
@@ -193,11 +215,12 @@ AttentionMemory AttentionImpl::shared_by_beams(const AttentionMemory& memory, in
 torch::Tensor AttentionImpl::dot_scores(const AttentionMemory& memory, const torch::Tensor& q) {
   if (memory.keys_t.defined()) {
     const auto per_head = q.reshape({q.size(0), memory.keys_t.size(1), memory.keys_t.size(2)});  // [B, N, A]
-    return expected_value(per_head, memory.keys_t, memory.beams);                                // [B, N, L]
+    return expected_value(per_head, memory.keys_t, memory.beams, memory.images);                 // [B, N, L]
   }
-  if (memory.keys.dim() == 3) return torch::bmm(memory.keys, q.unsqueeze(2)).transpose(1, 2);  // [B, 1, L]
-  const int64_t heads = memory.keys.size(1), head_dim = memory.keys.size(3);
-  return torch::matmul(memory.keys, q.reshape({q.size(0), heads, head_dim, 1})).squeeze(-1);  // [B, N, L]
+  const auto keys = memory.per_image(memory.keys);
+  if (keys.dim() == 3) return torch::bmm(keys, q.unsqueeze(2)).transpose(1, 2);  // [B, 1, L]
+  const int64_t heads = keys.size(1), head_dim = keys.size(3);
+  return torch::matmul(keys, q.reshape({q.size(0), heads, head_dim, 1})).squeeze(-1);  // [B, N, L]
 }
 
 torch::Tensor AttentionImpl::transposed_keys(const torch::Tensor& keys) {
@@ -206,7 +229,9 @@ torch::Tensor AttentionImpl::transposed_keys(const torch::Tensor& keys) {
 }
 
 AttentionMemory AttentionImpl::for_beams(const AttentionMemory& memory, int64_t beams) {
-  TORCH_CHECK(memory.beams == 1, "for_beams: the memory already holds beams");
+  TORCH_CHECK(
+      memory.beams == 1 && !memory.images.defined(),
+      "for_beams: the memory already holds beams or a selection");
   if (!dot_product_scores() || !beams_can_share(memory)) {
     const auto rows = torch::arange(memory.size(), memory.keys.options().dtype(torch::kLong));
     return memory.index_select(rows.repeat_interleave(beams));
@@ -223,9 +248,10 @@ AttentionStep AttentionImpl::attend(
     e = e.masked_fill(
         memory.mask.logical_not().unsqueeze(1), -std::numeric_limits<double>::infinity());  // [B, N, L]
   }
-  const auto alpha = torch::softmax(e, -1);                                            // [B, N, L]  eq. 5
-  const auto weights = reader.weights(alpha);                                          // [B, N, L]
-  const auto context = combine(expected_value(weights, memory.values, memory.beams));  // [B, D]  eq. 13
+  const auto alpha = torch::softmax(e, -1);    // [B, N, L]  eq. 5
+  const auto weights = reader.weights(alpha);  // [B, N, L]
+  const auto context =
+      combine(expected_value(weights, memory.values, memory.beams, memory.images));  // [B, D]
   const auto unheaded = [&](const torch::Tensor& x) { return keeps_heads() ? x : x.squeeze(1); };
   return {context, unheaded(alpha), unheaded(weights)};
 }
@@ -249,7 +275,8 @@ torch::Tensor AdditiveAttentionImpl::memory_keys(
 
 torch::Tensor AdditiveAttentionImpl::scores(const AttentionMemory& memory, const torch::Tensor& q) {
   const auto keys = memory.shared_keys ? *memory.shared_keys : TimeSharedTensor(memory.keys);
-  return additive_scores(keys, q, score->weight.squeeze(0), memory.beams).unsqueeze(1);  // [B, 1, L]
+  return additive_scores(keys, q, score->weight.squeeze(0), memory.beams, memory.images)
+      .unsqueeze(1);  // [B, 1, L]
 }
 
 AttentionMemory AdditiveAttentionImpl::for_beams(const AttentionMemory& memory, int64_t beams) {

@@ -115,13 +115,20 @@ struct AttentionMemory {
   // dot products where no gradient is needed and the CPU kernels run: the expected-value kernel
   // (kernels/attention_kernels.h) reads them in that layout, an image's once for all its beams.
   torch::Tensor keys_t = {};
+  // The rows of keys, values and keys_t (int64 [B'], on their device) that the images of a search
+  // read, in order, where images have left it; undefined: every row, in order. Set by
+  // select_images() where the CPU kernels read the memory, so that leaving copies nothing.
+  torch::Tensor images = {};
 
   // Number of rows: images times beams.
-  int64_t size() const { return keys.size(0) * beams; }
+  int64_t size() const { return (images.defined() ? images.size(0) : keys.size(0)) * beams; }
+  // x [B, ...] (keys, values or keys_t) at the rows the images read, for the plain ops.
+  torch::Tensor per_image(const torch::Tensor& x) const;
   // Rows `index` [B'] of every member, in that order, one image's copy per row (beams = 1).
   AttentionMemory index_select(const torch::Tensor& index) const;
   // Images `images` [B'] and their rows `rows` [B' beams], in that order: the beams keep sharing
-  // their image's keys and values.
+  // their image's keys and values. Where the CPU kernels read them, they are not copied: the
+  // selection reads them through `images`.
   AttentionMemory select_images(const torch::Tensor& images, const torch::Tensor& rows) const;
   // The first n rows of every member, as views (the active prefix of a length-sorted batch);
   // beams = 1 only.

@@ -186,9 +186,16 @@ DecoderState DecoderState::select_images(const torch::Tensor& images, int64_t be
   DecoderState selected = reorder_beams(rows);
   if (memory.keys.defined())
     selected.memory = memory.beams == beams ? memory.select_images(images, rows) : memory.index_select(rows);
-  const auto& grid_rows = grid_beams > 1 ? images : rows;
-  selected.grid_keys = rows_of(grid_keys, grid_rows);
-  selected.grid_values = rows_of(grid_values, grid_rows);
+  if (grid_keys.empty()) return selected;
+  const auto& chosen = grid_beams > 1 ? images : rows;
+  const auto read = grid_images.defined() ? grid_images.index_select(0, chosen) : chosen;
+  if (kernels_read_in_place(grid_keys.front()) && kernels_read_in_place(grid_values.front())) {
+    selected.grid_images = read;
+  } else {
+    selected.grid_keys = rows_of(grid_keys, read);
+    selected.grid_values = rows_of(grid_values, read);
+    selected.grid_images = torch::Tensor();
+  }
   return selected;
 }
 

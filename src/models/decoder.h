@@ -179,20 +179,28 @@ struct DecoderState {
   // [B, N, K, L] and [B, N, L, K] (once per image).
   std::vector<torch::Tensor> word_keys, word_values, grid_keys, grid_values;
   int64_t grid_beams = 1;  // rows per row of grid_keys and grid_values: an image's beams share them
-  int64_t steps = 0;       // words read so far (the Transformer's next position)
+  // The rows of grid_keys and grid_values the images read (int64 [B'], on their device) once some
+  // have left a search, where the CPU kernels read them in place; undefined: every row, in order.
+  torch::Tensor grid_images;
+  int64_t steps = 0;  // words read so far (the Transformer's next position)
 
   // Rows `index` [B'] of everything, in that order: reorders beams or expands images to beams.
   // Refused (std::logic_error) where beams share the grid (grid_beams > 1): use reorder_beams.
   DecoderState index_select(const torch::Tensor& index) const;
   // The rows of images `images` [B'] (int64), in that order, each image's `beams` rows together
   // (image b's rows are b beams .. b beams + beams - 1): what the beams share is selected once per
-  // image, the rest per row. A search drops the images it has finished with so. Refused
-  // (std::logic_error) where the grid is shared by another number of rows.
+  // image (read in place through an index where the CPU kernels read it), the rest per row. A
+  // search drops the images it has finished with so. Refused (std::logic_error) where the grid is
+  // shared by another number of rows.
   DecoderState select_images(const torch::Tensor& images, int64_t beams) const;
   // Rows `index` [B] of what differs between the beams of one image (h, c, the previous alpha,
   // the words' keys and values), for an index that only moves rows within their image: what
   // comes from the grid stays as it is.
   DecoderState reorder_beams(const torch::Tensor& index) const;
+  // The Transformer's rows: the images that read the grid times grid_beams.
+  int64_t grid_rows() const {
+    return (grid_images.defined() ? grid_images.size(0) : grid_keys.front().size(0)) * grid_beams;
+  }
 };
 
 // One decoding step.

@@ -51,10 +51,12 @@ HeadsOutput TransformerAttentionImpl::attend(
     const torch::Tensor& keys_t,
     const torch::Tensor& v,
     const torch::Tensor& mask,
-    PackedWeights packed) {
+    PackedWeights packed,
+    const torch::Tensor& images) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dim_ / heads_));
-  const int64_t rows = q.size(0), beams = rows / keys_t.size(0);
-  if (beams * keys_t.size(0) != rows || v.size(0) != keys_t.size(0)) {
+  const int64_t count = images.defined() ? images.size(0) : keys_t.size(0);
+  const int64_t rows = q.size(0), beams = count > 0 ? rows / count : 0;
+  if (count == 0 || beams * count != rows || v.size(0) != keys_t.size(0)) {
     throw std::invalid_argument(
         "attention of queries " + c10::str(q.sizes()) + " over keys " + c10::str(keys_t.sizes()) +
         ": not a whole number of query rows per row of keys and values " + c10::str(v.sizes()));
@@ -66,12 +68,13 @@ HeadsOutput TransformerAttentionImpl::attend(
     // rows, by the expected-value kernel, which reads an image's keys and values once for all
     // its beams. matmul ran them as one tiny GEMM per row and head (40 per layer for five beams).
     const auto weights =
-        torch::softmax(expected_value(q.squeeze(2) * scale, keys_t, beams), -1);  // [B, N, S]
-    const auto read = expected_value(weights, v, beams).view({rows, 1, dim_});    // [B, 1, D]
+        torch::softmax(expected_value(q.squeeze(2) * scale, keys_t, beams, images), -1);  // [B, N, S]
+    const auto read = expected_value(weights, v, beams, images).view({rows, 1, dim_});    // [B, 1, D]
     return {linear(packed, read, out_proj->weight, out_proj->bias), weights.unsqueeze(2)};
   }
-  const auto per_row = [beams](const torch::Tensor& x) {
-    return beams > 1 ? x.repeat_interleave(beams, 0) : x;
+  const auto per_row = [&](const torch::Tensor& x) {
+    const auto read = images.defined() ? x.index_select(0, images.to(x.device())) : x;
+    return beams > 1 ? read.repeat_interleave(beams, 0) : read;
   };
   torch::Tensor scores = torch::matmul(q * scale, per_row(keys_t));  // [B, N, T, S]
   if (mask.defined()) scores = scores + mask;
@@ -145,7 +148,8 @@ DecoderLayerOutput TransformerDecoderLayerImpl::forward(
     const torch::Tensor& grid_keys_t,
     const torch::Tensor& grid_values,
     const torch::Tensor& mask,
-    PackedWeights packed) {
+    PackedWeights packed,
+    const torch::Tensor& grid_images) {
   DecoderLayerOutput out;
   const auto qkv = self_attn->project_all(x, packed);
   out.keys_t = qkv[1].transpose(-2, -1);
@@ -156,8 +160,8 @@ DecoderLayerOutput TransformerDecoderLayerImpl::forward(
   }
   const HeadsOutput own = self_attn->attend(qkv[0], out.keys_t, out.values, mask, packed);
   const torch::Tensor words = norm1(x + dropout(own.output));
-  const HeadsOutput read =
-      multihead_attn->attend(multihead_attn->project(words, 0, packed), grid_keys_t, grid_values, {}, packed);
+  const HeadsOutput read = multihead_attn->attend(
+      multihead_attn->project(words, 0, packed), grid_keys_t, grid_values, {}, packed, grid_images);
   const torch::Tensor grounded = norm2(words + dropout(read.output));
   out.x = residual_feed_forward(grounded, linear1, linear2, norm3, dropout, packed);
   out.grid_weights = read.weights;

@@ -79,13 +79,15 @@ class TransformerAttentionImpl : public torch::nn::Module {
   // kept so is read as it lies, with no copy per step), and values v [B', N, S, K]; mask as above
   // ([T, S]). B' = B / R: R rows of queries (an image's beams) share each row of keys and values;
   // no gradient flows through shared ones. One query per row (T = 1, a decoding step) goes
-  // through the CPU's expected-value kernel (kernels/attention_kernels.h).
+  // through the CPU's expected-value kernel (kernels/attention_kernels.h). `images` (int64 [C],
+  // optional): the rows of keys_t and v that the C images of q read, B = C R, in place of all B'.
   HeadsOutput attend(
       const torch::Tensor& q,
       const torch::Tensor& keys_t,
       const torch::Tensor& v,
       const torch::Tensor& mask = {},
-      PackedWeights packed = {});
+      PackedWeights packed = {},
+      const torch::Tensor& images = {});
 
   int64_t heads() const { return heads_; }
 
@@ -133,7 +135,8 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
   // x [B, T, D]: new positions after S earlier ones whose self-attention keys (transposed) and
   // values are past_keys_t [B, N, K, S] and past_values [B, N, S, K] (undefined: S = 0).
   // grid_keys_t [B, N, K, L], grid_values [B, N, L, K]: multihead_attn->project(grid, 1), transposed,
-  // and (grid, 2). mask: additive [T, S + T] or undefined.
+  // and (grid, 2); grid_images: the rows of those that x's images read (undefined: all, in
+  // order). mask: additive [T, S + T] or undefined.
   DecoderLayerOutput forward(
       const torch::Tensor& x,
       const torch::Tensor& past_keys_t,
@@ -141,7 +144,8 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
       const torch::Tensor& grid_keys_t,
       const torch::Tensor& grid_values,
       const torch::Tensor& mask = {},
-      PackedWeights packed = {});
+      PackedWeights packed = {},
+      const torch::Tensor& grid_images = {});
 
   TransformerAttention self_attn{nullptr}, multihead_attn{nullptr};
   torch::nn::Linear linear1{nullptr}, linear2{nullptr};

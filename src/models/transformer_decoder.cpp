@@ -73,7 +73,8 @@ std::pair<torch::Tensor, torch::Tensor> TransformerDecoderImpl::run_layers(
   torch::Tensor maps;
   for (size_t i = 0; i < layers->size(); ++i) {
     DecoderLayerOutput out = layers[i]->as<TransformerDecoderLayerImpl>()->forward(
-        x, state.word_keys[i], state.word_values[i], state.grid_keys[i], state.grid_values[i], mask, packed);
+        x, state.word_keys[i], state.word_values[i], state.grid_keys[i], state.grid_values[i], mask, packed,
+        state.grid_images);
     x = out.x;
     state.word_keys[i] = out.keys_t;
     state.word_values[i] = out.values;
@@ -121,7 +122,7 @@ DecoderStep TransformerDecoderImpl::step(
   if (state.grid_keys.size() != layers->size()) {
     throw std::invalid_argument("step needs a state from this decoder's init_state");
   }
-  const int64_t rows = state.grid_keys.front().size(0) * state.grid_beams;
+  const int64_t rows = state.grid_rows();
   if (prev_tokens.dim() != 1 || prev_tokens.size(0) != rows) {
     throw std::invalid_argument(
         "step expects previous tokens [" + std::to_string(rows) + "], got " + c10::str(prev_tokens.sizes()));
@@ -137,9 +138,9 @@ DecoderStep TransformerDecoderImpl::step(
 }
 
 DecoderState TransformerDecoderImpl::for_beams(const DecoderState& state, int64_t beams) {
-  if (state.grid_keys.empty())
+  if (state.grid_keys.empty() || state.grid_images.defined())
     throw std::invalid_argument("for_beams needs a state from this decoder's init_state");
-  const int64_t rows = state.grid_keys.front().size(0) * state.grid_beams;
+  const int64_t rows = state.grid_rows();
   const auto index =
       torch::arange(rows, state.grid_keys.front().options().dtype(torch::kLong)).repeat_interleave(beams);
   DecoderState expanded = state.reorder_beams(index);  // the words read so far, if any

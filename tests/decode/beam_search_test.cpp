@@ -324,18 +324,17 @@ class RowCountingDecoder : public ForwardingDecoderImpl {
   std::vector<int64_t> rows;  // per step
 };
 
-// The rule, enumerated: captions (one row each) leave once half are finished, images of 3 beams
-// once a quarter are; the rows that go on are the kept members' rows, in order.
-TEST(RunningMembers, FinishedMembersLeaveInGroups) {
+// The rule, enumerated: members leave at the step they finish, captions (one row each) and images
+// of 3 beams; the rows that go on are the kept members' rows, in order.
+TEST(RunningMembers, FinishedMembersLeaveAtOnce) {
   RunningMembers captions(8, 1);
   std::vector<char> finished(8, 0);
-  finished[1] = finished[4] = finished[6] = 1;  // 3 of 8: they stay
-  auto next = captions.after_step(finished);
+  auto next = captions.after_step(finished);  // none finished: every row goes on, nothing selected
   EXPECT_TRUE(next.kept.empty());
   EXPECT_EQ(next.rows, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
   const auto x = torch::arange(8, torch::kFloat);
   EXPECT_TRUE(torch::equal(captions.in_batch_rows(x), x));
-  finished[7] = 1;  // 4 of 8: they leave
+  finished[1] = finished[4] = finished[6] = finished[7] = 1;
   next = captions.after_step(finished);
   EXPECT_EQ(next.kept, (std::vector<int64_t>{0, 2, 3, 5}));
   EXPECT_EQ(next.rows, next.kept);
@@ -343,23 +342,27 @@ TEST(RunningMembers, FinishedMembersLeaveInGroups) {
   EXPECT_TRUE(torch::equal(
       captions.in_batch_rows(torch::tensor({10.0f, 12.0f, 13.0f, 15.0f}), -1.0),
       torch::tensor({10.0f, -1.0f, 12.0f, 13.0f, -1.0f, 15.0f, -1.0f, -1.0f})));
-  finished[2] = 1;  // 1 of the 4 left: it stays
-  EXPECT_TRUE(captions.after_step(finished).kept.empty());
+  finished[3] = 1;  // one more, at the third of the four positions left
+  EXPECT_EQ(captions.after_step(finished).kept, (std::vector<int64_t>{0, 1, 3}));
+  EXPECT_EQ(captions.positions(), (std::vector<int64_t>{0, 2, 5}));
 
   RunningMembers images(8, 3);
   std::vector<char> done(8, 0);
-  done[5] = 1;  // 1 of 8: it stays
-  EXPECT_TRUE(images.after_step(done).kept.empty());
-  done[0] = 1;  // 2 of 8: they leave
+  done[5] = 1;
   next = images.after_step(done);
-  EXPECT_EQ(next.kept, (std::vector<int64_t>{1, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(next.kept, (std::vector<int64_t>{0, 1, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(next.rows, (std::vector<int64_t>{0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10,
+                                             11, 12, 13, 14, 18, 19, 20, 21, 22, 23}));
+  done[0] = 1;
+  next = images.after_step(done);
+  EXPECT_EQ(next.kept, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(
-      next.rows, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 21, 22, 23}));
+      next.rows, (std::vector<int64_t>{3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}));
 }
 
-// Captions that end at different steps leave the batch (greedy search: rows; beam search: whole
-// images, K rows each) and every image still gets the caption it gets decoded alone: the LSTM
-// with keys shared by beams (additive, dot) and without (local), and the Transformer.
+// Captions that end at different steps leave the batch (greedy search: rows, at the step after
+// their <end>; beam search: whole images, K rows each) and every image still gets the caption it
+// gets decoded alone: the LSTM with additive, dot and local attention, and the Transformer.
 TEST(FinishedRows, LeaveTheSearchAndEveryImageGetsItsOwnCaption) {
   struct Case {
     std::string name;
@@ -408,6 +411,16 @@ TEST(FinishedRows, LeaveTheSearchAndEveryImageGetsItsOwnCaption) {
           EXPECT_EQ(rows[t] % beam_size, 0);
         }
         runs_with_rows_leaving += rows.back() < rows.front();
+        if (beam_size == 1) {
+          // A caption's row leaves at the step after its <end> (max_length 10: 11 steps at most).
+          for (size_t t = 0; t < rows.size(); ++t) {
+            int64_t running = 0;
+            for (const auto& caption : batched)
+              running +=
+                  (caption.finished ? static_cast<int64_t>(caption.tokens.size()) + 1 : 11) > int64_t(t);
+            EXPECT_EQ(rows[t], running) << "step " << t;
+          }
+        }
         for (int64_t b = 0; b < annotations.size(0); ++b) {
           const auto alone = search->search(decoder, annotations.slice(0, b, b + 1));
           EXPECT_EQ(batched[b].tokens, alone[0].tokens) << "image " << b;

@@ -147,6 +147,40 @@ TEST_P(AttentionKernelsTest, BeamsReadTheirImagesKeysAndValues) {
   }
 }
 
+// Images that read their rows of keys and values through an index (the images still searched
+// after others left), repeated and out of order, beside the plain ops on the rows selected; an
+// index outside the memory, or of the wrong length, is refused.
+TEST_P(AttentionKernelsTest, ImagesReadTheirRowsThroughAnIndex) {
+  torch::NoGradGuard no_grad;
+  const int64_t B = 5, L = 7, A = 37, Dv = 1030;
+  const auto keys = torch::randn({B, L, A}, options());
+  const auto values = torch::randn({B, 2, L, Dv}, options());
+  const auto w = torch::randn({A}, options());
+  const auto images = torch::tensor(std::vector<int64_t>{4, 1, 1, 3}, torch::kLong);
+  auto isas = supported_kernel_isas();
+  isas.push_back(KernelIsa::none);
+  for (const int64_t R : {1, 3}) {
+    const int64_t rows = images.size(0) * R;
+    const auto q = torch::randn({rows, A}, options());
+    const auto alpha = torch::softmax(torch::randn({rows, 2, L}, options()), -1);
+    const auto chosen_keys = keys.index_select(0, images).repeat_interleave(R, 0);
+    const auto chosen_values = values.index_select(0, images).repeat_interleave(R, 0);
+    const auto expected_e = torch::matmul(torch::tanh(chosen_keys + q.unsqueeze(1)), w);    // [rows, L]
+    const auto expected_z = torch::matmul(alpha.unsqueeze(-2), chosen_values).squeeze(-2);  // [rows, 2, Dv]
+    for (const KernelIsa isa : isas) {
+      SCOPED_TRACE(std::string(to_string(isa)) + " beams " + std::to_string(R));
+      const auto e = additive_scores(isa, TimeSharedTensor(keys), q, w, R, images);
+      const auto z = expected_value(isa, alpha, values, R, images);
+      EXPECT_LT((e - expected_e).abs().max().item<double>(), tolerance() * 10);
+      EXPECT_LT((z - expected_z).abs().max().item<double>(), tolerance() * 10);
+      const auto outside = torch::tensor(std::vector<int64_t>{4, 1, 5, 3}, torch::kLong);
+      EXPECT_THROW(expected_value(isa, alpha, values, R, outside), c10::Error);
+      EXPECT_THROW(additive_scores(isa, TimeSharedTensor(keys), q, w, R, outside.neg()), c10::Error);
+      EXPECT_THROW(expected_value(isa, alpha, values, R, images.narrow(0, 0, 3)), c10::Error);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     CPU, AttentionKernelsTest, ::testing::Values(torch::kFloat, torch::kDouble), [](const auto& info) {
       return std::string(info.param == torch::kFloat ? "Float" : "Double");

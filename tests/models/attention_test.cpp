@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "finite_difference.h"
+#include "kernels/kernel_isa.h"
 
 namespace saccade {
 namespace {
@@ -303,6 +304,51 @@ TEST_F(AttentionTest, MemoryReordersAndExpandsForBeams) {
   EXPECT_TRUE(torch::allclose(step.context[1], reference.context[2]));
   EXPECT_TRUE(torch::allclose(step.context[2], reference.context[0]));
   EXPECT_EQ(memory.head(2).size(), 2);
+}
+
+// Images leaving a search: every kind (local included) and beams of 1 and 2, a mask, two
+// selections in a row. Where the CPU kernels run the selection reads the keys and values in
+// place (no copy; its index composes), elsewhere it copies them; either way each row attends as
+// its image's row of the whole memory does.
+TEST_F(AttentionTest, SelectedImagesReadTheirMemoryInPlace) {
+  torch::NoGradGuard no_grad;
+  auto kinds = kKinds;
+  kinds.push_back("local");
+  for (const auto& kind : kinds) {
+    for (const int64_t beams : {1, 2}) {
+      auto options = small_options(kind);
+      options.grid = {1, 5};
+      options.window = 1;
+      auto attention = build_attention(options);
+      const auto annotations = torch::randn({4, 5, 6});
+      auto mask = torch::ones({4, 5}, torch::kBool);
+      mask[1][4] = false;
+      const auto whole = attention->for_beams(attention->remember(annotations, mask), beams);
+      const auto h = torch::randn({4 * beams, 4});
+      const auto reference = attention->forward(whole, h);
+      const auto rows_of = [&](const std::vector<int64_t>& images) {
+        std::vector<int64_t> rows;
+        for (const int64_t image : images)
+          for (int64_t beam = 0; beam < beams; ++beam) rows.push_back(image * beams + beam);
+        return torch::tensor(rows, torch::kLong);
+      };
+      const auto first = whole.select_images(torch::tensor({0, 1, 3}, torch::kLong), rows_of({0, 1, 3}));
+      const auto second = first.select_images(torch::tensor({2, 1}, torch::kLong), rows_of({2, 1}));
+      const auto rows = rows_of({3, 1});  // what `second` holds, in order
+      const std::string where = kind + ", " + std::to_string(beams) + " beams";
+      ASSERT_EQ(second.size(), 2 * beams) << where;
+      const bool in_place = best_kernel_isa() != KernelIsa::none;
+      EXPECT_EQ(second.values.data_ptr() == whole.values.data_ptr(), in_place) << where;
+      if (in_place) {
+        EXPECT_TRUE(torch::equal(second.images, torch::tensor({3, 1}, torch::kLong))) << where;
+      }
+      const auto step = attention->forward(second, h.index_select(0, rows));
+      EXPECT_LT((step.context - reference.context.index_select(0, rows)).abs().max().item<double>(), 1e-5)
+          << where;
+      EXPECT_LT((step.alpha - reference.alpha.index_select(0, rows)).abs().max().item<double>(), 1e-6)
+          << where;
+    }
+  }
 }
 
 TEST_F(AttentionTest, ValidationNamesTheProblem) {
