@@ -31,8 +31,9 @@ class ImageRows {
         images.dim() == 1 && images.size(0) == count && images.scalar_type() == torch::kLong, kernel,
         ": the images' rows must be int64 [", count, "], got ", images.sizes(), " ", images.scalar_type());
     index_ = images.to(torch::kCPU).contiguous();
+    const int64_t* row = index_.data_ptr<int64_t>();
     TORCH_CHECK(
-        count == 0 || (index_.min().item<int64_t>() >= 0 && index_.max().item<int64_t>() < rows), kernel,
+        std::all_of(row, row + count, [rows](int64_t r) { return r >= 0 && r < rows; }), kernel,
         ": an image's row is outside the memory's ", rows);
   }
 
