@@ -186,18 +186,89 @@ std::vector<DecodedCaption> best_captions(
   return captions;
 }
 
-// The K best of each image's K*V extensions, scores [B, K] plus log_probs [B*K, V], in one pass
-// over the log-probabilities without writing the sums: [B, K] scores and indices into the image's
-// extensions, best first. false (nothing written) when a sum is NaN or two sums tie among the K
+// The K best of one image's K*V extensions, its slots' scores [K] plus their log-probabilities
+// rows [K, V], in one pass over the rows without writing the sums: value [K] and at [K] (indices
+// into the image's extensions), best first. false when a sum is NaN or two sums tie among the K
 // best or at the K-th: topk orders those its own way, and the searches' results keep its order.
 // An image whose every slot is dead (done, until it leaves the search) takes -inf at each slot's
 // first word, one of the orders topk may give its K*V tied sums; nothing reads those picks.
-bool top_extensions_on_cpu(
-    const torch::Tensor& scores, const torch::Tensor& log_probs, torch::Tensor& top, torch::Tensor& index) {
+bool image_top_extensions(
+    const float* scores, const float* rows, int64_t beam, int64_t vocab, float* value, int64_t* at) {
   // Blocks of 16 sums as four vectors of the baseline ISA's width (SSE2's four floats).
   constexpr int kLanes = 4;
   constexpr int64_t kBlock = 16;
   using Quad = Lanes<float, kLanes>;
+  if (std::all_of(scores, scores + beam, [](float score) { return score == kNegInf; })) {
+    for (int64_t k = 0; k < beam; ++k) {
+      value[k] = kNegInf;
+      at[k] = k * vocab;
+    }
+    return true;
+  }
+  bool unordered = false;
+  int64_t kept = 0;
+  float best_left_out = -std::numeric_limits<float>::infinity();
+  bool left_out = false;
+  const auto leave_out = [&](float sum) {
+    best_left_out = left_out ? std::max(best_left_out, sum) : sum;
+    left_out = true;
+  };
+  // The largest sum of the blocks passed over whole, lane by lane.
+  Quad blocks_left_out = Quad{} - std::numeric_limits<float>::infinity();
+  for (int64_t k = 0; k < beam; ++k) {
+    const float score = scores[k];
+    const float* row = rows + k * vocab;
+    const auto consider = [&](int64_t v) {
+      const float sum = score + row[v];
+      if (sum != sum) unordered = true;
+      if (kept == beam && !(sum > value[beam - 1])) {
+        leave_out(sum);
+        return;
+      }
+      if (kept == beam) leave_out(value[beam - 1]);
+      int64_t position = std::min(kept, beam - 1);
+      while (position > 0 && value[position - 1] < sum) {
+        value[position] = value[position - 1];
+        at[position] = at[position - 1];
+        --position;
+      }
+      value[position] = sum;
+      at[position] = k * vocab + v;
+      kept = std::min(kept + 1, beam);
+    };
+    int64_t v = 0;
+    for (; v + kBlock <= vocab; v += kBlock) {
+      // Once K sums are kept, most blocks hold none above the K-th and no NaN: they are left
+      // out whole, by vector compares.
+      if (kept == beam) {
+        Lanes<int32_t, kLanes> passes = {};
+        Quad block_max = Quad{} - std::numeric_limits<float>::infinity();
+#pragma GCC unroll 4
+        for (int64_t q = v; q < v + kBlock; q += kLanes) {
+          const Quad sums = load<kLanes>(row + q) + score;
+          passes |= (sums > value[beam - 1]) | (sums != sums);
+          block_max = sums > block_max ? sums : block_max;
+        }
+        if (sum_lanes(passes) == 0) {
+          blocks_left_out = block_max > blocks_left_out ? block_max : blocks_left_out;
+          left_out = true;
+          continue;
+        }
+      }
+      for (int64_t i = v; i < v + kBlock; ++i) consider(i);
+    }
+    for (; v < vocab; ++v) consider(v);
+  }
+  for (int i = 0; i < kLanes; ++i) best_left_out = std::max(best_left_out, blocks_left_out[i]);
+  bool tie = left_out && best_left_out == value[beam - 1];
+  for (int64_t i = 0; i + 1 < beam; ++i) tie = tie || value[i] == value[i + 1];
+  return !unordered && !tie;
+}
+
+// image_top_extensions for every image of scores [B, K] plus log_probs [B*K, V], images over the
+// threads: [B, K] scores and indices. false (nothing written) where an image's order is topk's.
+bool top_extensions_on_cpu(
+    const torch::Tensor& scores, const torch::Tensor& log_probs, torch::Tensor& top, torch::Tensor& index) {
   const int64_t batch = scores.size(0), beam = scores.size(1), vocab = log_probs.size(1);
   const auto slot = scores.contiguous(), words = log_probs.contiguous();
   auto best = torch::empty({batch, beam}, scores.options());
@@ -205,73 +276,10 @@ bool top_extensions_on_cpu(
   std::atomic<bool> unordered{false};
   at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
-      float* value = best.data_ptr<float>() + b * beam;
-      int64_t* at = best_index.data_ptr<int64_t>() + b * beam;
-      int64_t kept = 0;
-      float best_left_out = -std::numeric_limits<float>::infinity();
-      bool left_out = false;
-      const auto leave_out = [&](float sum) {
-        best_left_out = left_out ? std::max(best_left_out, sum) : sum;
-        left_out = true;
-      };
-      const float* image_scores = slot.data_ptr<float>() + b * beam;
-      if (std::all_of(image_scores, image_scores + beam, [](float score) { return score == kNegInf; })) {
-        for (int64_t k = 0; k < beam; ++k) {
-          value[k] = kNegInf;
-          at[k] = k * vocab;
-        }
-        continue;
-      }
-      // The largest sum of the blocks passed over whole, lane by lane.
-      Quad blocks_left_out = Quad{} - std::numeric_limits<float>::infinity();
-      for (int64_t k = 0; k < beam; ++k) {
-        const float score = slot.data_ptr<float>()[b * beam + k];
-        const float* row = words.data_ptr<float>() + (b * beam + k) * vocab;
-        const auto consider = [&](int64_t v) {
-          const float sum = score + row[v];
-          if (sum != sum) unordered = true;
-          if (kept == beam && !(sum > value[beam - 1])) {
-            leave_out(sum);
-            return;
-          }
-          if (kept == beam) leave_out(value[beam - 1]);
-          int64_t position = std::min(kept, beam - 1);
-          while (position > 0 && value[position - 1] < sum) {
-            value[position] = value[position - 1];
-            at[position] = at[position - 1];
-            --position;
-          }
-          value[position] = sum;
-          at[position] = k * vocab + v;
-          kept = std::min(kept + 1, beam);
-        };
-        int64_t v = 0;
-        for (; v + kBlock <= vocab; v += kBlock) {
-          // Once K sums are kept, most blocks hold none above the K-th and no NaN: they are left
-          // out whole, by vector compares.
-          if (kept == beam) {
-            Lanes<int32_t, kLanes> passes = {};
-            Quad block_max = Quad{} - std::numeric_limits<float>::infinity();
-#pragma GCC unroll 4
-            for (int64_t q = v; q < v + kBlock; q += kLanes) {
-              const Quad sums = load<kLanes>(row + q) + score;
-              passes |= (sums > value[beam - 1]) | (sums != sums);
-              block_max = sums > block_max ? sums : block_max;
-            }
-            if (sum_lanes(passes) == 0) {
-              blocks_left_out = block_max > blocks_left_out ? block_max : blocks_left_out;
-              left_out = true;
-              continue;
-            }
-          }
-          for (int64_t i = v; i < v + kBlock; ++i) consider(i);
-        }
-        for (; v < vocab; ++v) consider(v);
-      }
-      for (int i = 0; i < kLanes; ++i) best_left_out = std::max(best_left_out, blocks_left_out[i]);
-      bool tie = left_out && best_left_out == value[beam - 1];
-      for (int64_t i = 0; i + 1 < beam; ++i) tie = tie || value[i] == value[i + 1];
-      if (tie) unordered = true;
+      if (!image_top_extensions(
+              slot.data_ptr<float>() + b * beam, words.data_ptr<float>() + b * beam * vocab, beam, vocab,
+              best.data_ptr<float>() + b * beam, best_index.data_ptr<int64_t>() + b * beam))
+        unordered = true;
     }
   });
   if (unordered) return false;
