@@ -40,11 +40,6 @@ torch::Tensor checked_mask(
   return mask.to(torch::kBool);
 }
 
-// Rows `index` of x (undefined stays undefined).
-torch::Tensor rows_at(const torch::Tensor& x, const torch::Tensor& index) {
-  return x.defined() ? x.index_select(0, index) : x;
-}
-
 // local: the window is counted in cells of a known grid and must fit in it.
 void validate_local_window(const AttentionOptions& options) {
   const auto [rows, columns] = options.grid;
@@ -89,20 +84,24 @@ void validate(const AttentionOptions& options) {
   }
 }
 
+torch::Tensor rows_of(const torch::Tensor& x, const torch::Tensor& index) {
+  return x.defined() ? x.index_select(0, index) : x;
+}
+
 torch::Tensor AttentionMemory::per_image(const torch::Tensor& x) const {
-  return images.defined() ? rows_at(x, images) : x;
+  return images.defined() ? rows_of(x, images) : x;
 }
 
 AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
   const auto image_of_row = beams > 1 ? index.div(beams, "floor") : index;
   const auto read = images.defined() ? images.index_select(0, image_of_row) : image_of_row;
-  AttentionMemory selected{rows_at(keys, read),
-                           rows_at(values, read),
-                           rows_at(mask, index),
+  AttentionMemory selected{rows_of(keys, read),
+                           rows_of(values, read),
+                           rows_of(mask, index),
                            nullptr,
-                           rows_at(previous_alpha, index),
+                           rows_of(previous_alpha, index),
                            1};
-  selected.keys_t = rows_at(keys_t, read);
+  selected.keys_t = rows_of(keys_t, read);
   return selected;
 }
 
@@ -112,15 +111,15 @@ AttentionMemory AttentionMemory::select_images(const torch::Tensor& chosen, cons
   const auto read = images.defined() ? images.index_select(0, chosen) : chosen;
   if (kernels_read_in_place(keys) && kernels_read_in_place(values)) {
     AttentionMemory selected = *this;
-    selected.mask = rows_at(mask, rows);
-    selected.previous_alpha = rows_at(previous_alpha, rows);
+    selected.mask = rows_of(mask, rows);
+    selected.previous_alpha = rows_of(previous_alpha, rows);
     selected.images = read;
     return selected;
   }
-  AttentionMemory selected{rows_at(keys, read),           rows_at(values, read),
-                           rows_at(mask, rows),           nullptr,
-                           rows_at(previous_alpha, rows), beams};
-  selected.keys_t = rows_at(keys_t, read);
+  AttentionMemory selected{rows_of(keys, read),           rows_of(values, read),
+                           rows_of(mask, rows),           nullptr,
+                           rows_of(previous_alpha, rows), beams};
+  selected.keys_t = rows_of(keys_t, read);
   if (shared_keys) selected.shared_keys = std::make_shared<TimeSharedTensor>(selected.keys);
   return selected;
 }

@@ -148,13 +148,9 @@ void validate(const DecoderOptions& options) {
 
 namespace {
 
-torch::Tensor rows_of(const torch::Tensor& x, const torch::Tensor& index) {
-  return x.defined() ? x.index_select(0, index) : x;
-}
-
 std::vector<torch::Tensor> rows_of(const std::vector<torch::Tensor>& xs, const torch::Tensor& index) {
   std::vector<torch::Tensor> rows;
-  for (const auto& x : xs) rows.push_back(rows_of(x, index));
+  for (const auto& x : xs) rows.push_back(saccade::rows_of(x, index));
   return rows;
 }
 
