@@ -104,10 +104,16 @@ const std::vector<BenchCase>& bench_cases() {
 
 int run_bench(const Job& job) {
   const auto& positional = job.invocation->positional;
-  std::string known;
-  for (const auto& bench : bench_cases()) known += "\n  " + bench.name + "  " + bench.summary;
-  if (positional.size() != 1) {
-    throw ConfigError("saccade bench needs exactly one case; cases:" + known);
+  if (positional.empty()) {
+    std::cout << "cases of saccade bench <case>:\n";
+    for (const auto& bench : bench_cases()) std::cout << "  " << bench.name << "  " << bench.summary << "\n";
+    return 0;
+  }
+  std::string names;
+  for (const auto& bench : bench_cases()) names += (names.empty() ? "" : ", ") + bench.name;
+  if (positional.size() > 1) {
+    throw ConfigError(
+        "saccade bench takes one case, got " + std::to_string(positional.size()) + "; cases: " + names);
   }
   if (job.group != nullptr && positional.front() != "decoder") {
     throw ConfigError(
@@ -116,7 +122,9 @@ int run_bench(const Job& job) {
   for (const auto& bench : bench_cases()) {
     if (bench.name == positional.front()) return bench.run(job);
   }
-  throw ConfigError("Unknown bench case '" + positional.front() + "'; cases:" + known);
+  throw ConfigError(
+      "Unknown bench case '" + positional.front() + "'; cases: " + names +
+      " (`saccade bench` describes them)");
 }
 
 }  // namespace saccade::cli

@@ -96,6 +96,27 @@ TEST(Cli, UnknownCommandIsUsageError) {
   EXPECT_NE(result.err.find("Unknown command 'trian'"), std::string::npos) << result.err;
 }
 
+TEST(Cli, BenchWithoutACaseListsTheCases) {
+  const auto result = run_saccade({"bench"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const std::string name : {"machine", "decoder", "scst", "loader", "beam", "encoder"})
+    EXPECT_NE(result.out.find("\n  " + name + "  "), std::string::npos) << name << " in " << result.out;
+}
+
+TEST(Cli, UnknownBenchCaseIsAOneLineUsageError) {
+  const auto result = run_saccade({"bench", "beams"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(
+      result.err.find("Unknown bench case 'beams'; cases: machine, decoder, scst, loader, beam, encoder"),
+      std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find('\n'), result.err.size() - 1) << result.err;
+  EXPECT_EQ(result.err.find("\\n"), std::string::npos) << result.err;
+  const auto two = run_saccade({"bench", "beam", "decoder"});
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_NE(two.err.find("saccade bench takes one case, got 2"), std::string::npos) << two.err;
+}
+
 TEST(Cli, UnknownFlagIsUsageError) {
   const auto result = run_saccade({"train", "--bogus"});
   EXPECT_EQ(result.exit_code, 2);
