@@ -30,6 +30,9 @@ const EnumNames<SearchMethod> kSearchMethodNames(
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Below this, log-probabilities divided by the temperature overflow float.
 constexpr double kMinTemperature = 1e-4;
+static_assert(
+    kStuckEndFloor / kMinTemperature > -std::numeric_limits<float>::max(),
+    "a stuck row's <end> stays finite at the smallest temperature");
 
 // Picks every row's word from the log-probabilities of the words allowed [B, V] (the others -inf).
 using WordChoice = std::function<torch::Tensor(const torch::Tensor& log_probs)>;
@@ -226,7 +229,6 @@ void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& opti
 
 void keep_an_exit(
     torch::Tensor& log_probs, const torch::Tensor& end_log_probs, const SearchOptions& options) {
-  constexpr float kLowest = std::numeric_limits<float>::lowest();
   if (log_probs.device().is_cpu() && log_probs.scalar_type() == torch::kFloat && log_probs.is_contiguous()) {
     // A row is stuck only when every word is forbidden; the scan stops at its first allowed word,
     // among the first few of any real vocabulary.
@@ -235,13 +237,14 @@ void keep_an_exit(
     for (int64_t row = 0; row < rows; ++row) {
       const float* begin = data + row * vocab;
       if (std::all_of(begin, begin + vocab, [](float value) { return value == kNegInf; }))
-        data[row * vocab + options.end_id] = std::max(end_log_probs[row].item<float>(), kLowest);
+        data[row * vocab + options.end_id] = std::max(end_log_probs[row].item<float>(), kStuckEndFloor);
     }
     return;
   }
   const auto stuck = (log_probs == kNegInf).all(1);  // [rows]
   auto end_column = log_probs.select(1, options.end_id);
-  end_column.copy_(torch::where(stuck, end_log_probs.clamp_min(kLowest).to(end_column.dtype()), end_column));
+  end_column.copy_(
+      torch::where(stuck, end_log_probs.clamp_min(kStuckEndFloor).to(end_column.dtype()), end_column));
 }
 
 bool greedy_suffices(const SearchOptions& options) {

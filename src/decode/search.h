@@ -124,10 +124,16 @@ bool greedy_suffices(const SearchOptions& options);
 // <pad> always, <unk> under block_unk, <end> before min_length words.
 void forbid_words(torch::Tensor& log_probs, int64_t t, const SearchOptions& options);
 
+// The least log-probability keep_an_exit gives <end>: finite after the smallest temperature
+// divides it (sampling) and after any caption's steps are summed (beam scores), where the lowest
+// float became -inf and left the row with no word to take.
+constexpr float kStuckEndFloor = -1e30f;
+
 // Re-allows <end> in the rows [rows, V] where every word is forbidden (a tiny vocabulary under
 // trigram blocking and a minimum length), at the model's log-probability `end_log_probs` [rows]
-// taken before the words were forbidden (the lowest float where that is -inf, so the row keeps a
-// word to take): a caption may always stop, and its log-probability stays the model's.
+// taken before the words were forbidden (kStuckEndFloor where that is lower, -inf included, so
+// the row keeps a word to take): a caption may always stop, and its log-probability stays the
+// model's.
 void keep_an_exit(torch::Tensor& log_probs, const torch::Tensor& end_log_probs, const SearchOptions& options);
 
 // Beam search's choice at one step: the K best extensions of each image [B, K] (their scores, and

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 namespace saccade {
 namespace {
 
@@ -124,6 +126,40 @@ TEST(StuckRows, EndAtOnceWithTheModelsEndLogProbability) {
       EXPECT_TRUE(captions[b].finished) << where;
       EXPECT_NEAR(captions[b].log_prob, end_log_probs[b].item<double>(), 1e-5) << where;
       EXPECT_EQ(captions[b].alphas.size(0), 0) << where;
+    }
+  }
+}
+
+// The same stuck rows when the model gives <end> no probability at all (its logit -inf): each
+// search still ends every caption, at kStuckEndFloor; sampling at a low temperature too, where
+// the lowest float divided by the temperature had become -inf and left no word to draw.
+TEST(StuckRows, AnImpossibleEndStillEndsTheCaption) {
+  torch::manual_seed(3);
+  auto options = testing::tiny_decoder_options();
+  options.vocab_size = 4;  // <pad>, <start>, <end>, <unk>
+  AttentionLSTMDecoder decoder(options);
+  decoder->eval();
+  {
+    torch::NoGradGuard no_grad;
+    decoder->out->bias[Vocabulary::kEnd] = -std::numeric_limits<float>::infinity();
+  }
+  const auto annotations = torch::randn({3, 4, 6});  // B=3 images, L=4, D=6
+  SearchOptions search;
+  search.block_unk = true;
+  search.min_length = 2;
+  search.max_length = 4;
+  search.temperature = 0.5;
+  for (const auto& [method, beam] : std::vector<std::pair<SearchMethod, int64_t>>{
+           {SearchMethod::greedy, 1}, {SearchMethod::beam, 3}, {SearchMethod::sample, 1}}) {
+    search.method = method;
+    search.beam_size = beam;
+    const auto captions = make_caption_search(search)->search(*decoder, annotations);
+    ASSERT_EQ(captions.size(), 3u);
+    for (int64_t b = 0; b < 3; ++b) {
+      const std::string where = to_string(method) + " image " + std::to_string(b);
+      EXPECT_TRUE(captions[b].tokens.empty()) << where;
+      EXPECT_TRUE(captions[b].finished) << where;
+      EXPECT_EQ(captions[b].log_prob, kStuckEndFloor) << where;
     }
   }
 }

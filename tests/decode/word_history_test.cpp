@@ -154,18 +154,19 @@ TEST(WordHistory, BeamHypothesesCarryTheirOwnWordsInABatch) {
   }
 }
 
-// A row with every word forbidden may still stop, at the model's log-probability of <end> (the
-// lowest float where the model's is -inf); the others are left alone. On the CPU's float path and
-// on LibTorch's ops (a double tensor).
+// A row with every word forbidden may still stop, at the model's log-probability of <end>
+// (kStuckEndFloor where the model's is lower or -inf); the others are left alone. On the CPU's
+// float path and on LibTorch's ops (a double tensor).
 TEST(WordHistory, AStuckRowCanAlwaysEnd) {
   const float inf = std::numeric_limits<float>::infinity();
   for (const auto dtype : {torch::kFloat, torch::kDouble}) {
-    auto log_probs = torch::full({3, kVocab}, -inf, dtype);
+    auto log_probs = torch::full({4, kVocab}, -inf, dtype);
     log_probs[1][kA] = -0.5f;
     const auto untouched = log_probs[1].clone();
-    keep_an_exit(log_probs, torch::tensor({-1.25f, -2.0f, -inf}), SearchOptions{});
+    keep_an_exit(log_probs, torch::tensor({-1.25f, -2.0f, -inf, -1e35f}), SearchOptions{});
     EXPECT_EQ(log_probs[0][kEnd].item<float>(), -1.25f) << dtype;
-    EXPECT_EQ(log_probs[2][kEnd].item<float>(), std::numeric_limits<float>::lowest()) << dtype;
+    EXPECT_EQ(log_probs[2][kEnd].item<float>(), kStuckEndFloor) << dtype;
+    EXPECT_EQ(log_probs[3][kEnd].item<float>(), kStuckEndFloor) << dtype;
     EXPECT_EQ(torch::isinf(log_probs[0]).sum().item<int64_t>(), kVocab - 1) << dtype;
     EXPECT_TRUE(torch::equal(log_probs[1], untouched)) << dtype;
   }
