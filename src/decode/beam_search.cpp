@@ -88,9 +88,10 @@ StepRecord record_step(const torch::Tensor& extensions, const torch::Tensor& log
 }
 
 // Extensions of step t by <end> become finished hypotheses and free their slot (alive [n, K] is
-// set to -inf there); an image with K finished is done and all its slots die. The record's rows
-// and alive's are those of `images`, the n images still searched. Returns whether every image is
-// done.
+// set to -inf there); an image with K finished is done and all its slots die, and so is one whose
+// every slot is dead with fewer finished (a vocabulary with fewer than K words to take): nothing
+// can extend it. The record's rows and alive's are those of `images`, the n images still
+// searched. Returns whether every image is done.
 bool finish_ended(
     const StepRecord& record,
     torch::TensorAccessor<float, 2> alive,
@@ -111,7 +112,9 @@ bool finish_ended(
       finished[b].push_back(hypothesis);
       alive[i][k] = kNegInf;
     }
-    if (static_cast<int64_t>(finished[b].size()) >= beam) done[b] = 1;
+    bool every_slot_dead = true;
+    for (int64_t k = 0; k < beam; ++k) every_slot_dead = every_slot_dead && alive[i][k] == kNegInf;
+    if (static_cast<int64_t>(finished[b].size()) >= beam || every_slot_dead) done[b] = 1;
     if (done[b]) {
       for (int64_t k = 0; k < beam; ++k) alive[i][k] = kNegInf;
     }

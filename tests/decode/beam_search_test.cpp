@@ -434,6 +434,29 @@ TEST(FinishedRows, LeaveTheSearchAndEveryImageGetsItsOwnCaption) {
   EXPECT_GE(runs_with_rows_leaving, 16);  // of 32: 22 with this seed
 }
 
+// A vocabulary of the four special words, <unk> blocked and a minimum length: at the first step
+// each image's one live slot can only end, and its other slots take -inf extensions. With one of
+// its three captions finished and nothing left to extend, the image is done: the search stops
+// after that step rather than carrying dead slots to max_length, and the caption is the ended one.
+TEST(DeadSlots, AnImageWithNothingLeftToExtendIsDone) {
+  torch::manual_seed(3);
+  auto options = testing::tiny_decoder_options();
+  options.vocab_size = 4;  // <pad>, <start>, <end>, <unk>
+  RowCountingDecoder decoder(build_decoder(options).ptr());
+  const auto annotations = torch::randn({2, 4, 6});  // B=2 images, L=4, D=6
+  auto search = beam(3, 6);
+  search.block_unk = true;
+  search.min_length = 2;
+  const auto captions = beam_search(decoder, annotations, search);
+  EXPECT_EQ(decoder.rows, (std::vector<int64_t>{6}));
+  ASSERT_EQ(captions.size(), 2u);
+  for (const auto& caption : captions) {
+    EXPECT_TRUE(caption.tokens.empty());
+    EXPECT_TRUE(caption.finished);
+    EXPECT_TRUE(std::isfinite(caption.log_prob));
+  }
+}
+
 // Word 5 wins every step by ~100 and <end> is ~1e4 below everything: no hypothesis ever ends.
 // Local attention with a monotonic centre carries each beam's previous alpha through the search:
 // every caption of the n-best lists looks where a teacher-forced pass over its words looks.
