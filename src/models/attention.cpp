@@ -106,6 +106,9 @@ AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const 
 }
 
 AttentionMemory AttentionMemory::select_images(const torch::Tensor& chosen, const torch::Tensor& rows) const {
+  TORCH_CHECK(
+      rows.size(0) == chosen.size(0) * beams, "AttentionMemory::select_images: ", rows.size(0), " rows for ",
+      chosen.size(0), " images of ", beams, " beams (a memory of one row per beam takes index_select)");
   // Where the CPU kernels read keys and values (the additive scores, the dot products' transposed
   // keys and every context), the chosen images read theirs in place.
   const auto read = images.defined() ? images.index_select(0, chosen) : chosen;
@@ -196,8 +199,8 @@ torch::Tensor AttentionImpl::combine(const torch::Tensor& glimpses) {
 }
 
 bool AttentionImpl::beams_can_share(const AttentionMemory& memory) {
-  return best_kernel_isa() != KernelIsa::none && takes_cpu_kernels(memory.keys) &&
-         takes_cpu_kernels(memory.values) && memory.beams == 1;
+  return best_kernel_isa() != KernelIsa::none && takes_cpu_kernels(memory.keys, /*doubles_too=*/true) &&
+         takes_cpu_kernels(memory.values, /*doubles_too=*/true) && memory.beams == 1;
 }
 
 AttentionMemory AttentionImpl::shared_by_beams(const AttentionMemory& memory, int64_t beams) {

@@ -130,8 +130,8 @@ struct AttentionMemory {
   // Rows `index` [B'] of every member, in that order, one image's copy per row (beams = 1).
   AttentionMemory index_select(const torch::Tensor& index) const;
   // Images `images` [B'] and their rows `rows` [B' beams], in that order: the beams keep sharing
-  // their image's keys and values. Where the CPU kernels read them, they are not copied: the
-  // selection reads them through `images`.
+  // their image's keys and values (a row count other than B' beams is refused). Where the CPU kernels read
+  // them, they are not copied: the selection reads them through `images`.
   AttentionMemory select_images(const torch::Tensor& images, const torch::Tensor& rows) const;
   // The first n rows of every member, as views (the active prefix of a length-sorted batch);
   // beams = 1 only.

@@ -306,25 +306,27 @@ TEST_F(AttentionTest, MemoryReordersAndExpandsForBeams) {
   EXPECT_EQ(memory.head(2).size(), 2);
 }
 
-// Images leaving a search: every kind (local included) and beams of 1 and 2, a mask, two
-// selections in a row. Where the CPU kernels run the selection reads the keys and values in
-// place (no copy; its index composes), elsewhere it copies them; either way each row attends as
-// its image's row of the whole memory does.
+// Images leaving a search: every kind (local included), beams of 1 and 2, float and double, a
+// mask, two selections in a row. Where the CPU kernels run, the beams share their image's keys and
+// values and the selection reads them in place (no copy; its index composes); elsewhere it copies
+// them. Either way each row attends as its image's row of the whole memory does.
 TEST_F(AttentionTest, SelectedImagesReadTheirMemoryInPlace) {
   torch::NoGradGuard no_grad;
   auto kinds = kKinds;
   kinds.push_back("local");
   for (const auto& kind : kinds) {
-    for (const int64_t beams : {1, 2}) {
+    for (const auto [dtype, beams] : std::vector<std::pair<torch::ScalarType, int64_t>>{
+             {torch::kFloat, 1}, {torch::kFloat, 2}, {torch::kDouble, 2}}) {
       auto options = small_options(kind);
       options.grid = {1, 5};
       options.window = 1;
       auto attention = build_attention(options);
-      const auto annotations = torch::randn({4, 5, 6});
+      attention->to(dtype);
+      const auto annotations = torch::randn({4, 5, 6}, dtype);
       auto mask = torch::ones({4, 5}, torch::kBool);
       mask[1][4] = false;
       const auto whole = attention->for_beams(attention->remember(annotations, mask), beams);
-      const auto h = torch::randn({4 * beams, 4});
+      const auto h = torch::randn({4 * beams, 4}, dtype);
       const auto reference = attention->forward(whole, h);
       const auto rows_of = [&](const std::vector<int64_t>& images) {
         std::vector<int64_t> rows;
@@ -332,12 +334,25 @@ TEST_F(AttentionTest, SelectedImagesReadTheirMemoryInPlace) {
           for (int64_t beam = 0; beam < beams; ++beam) rows.push_back(image * beams + beam);
         return torch::tensor(rows, torch::kLong);
       };
-      const auto first = whole.select_images(torch::tensor({0, 1, 3}, torch::kLong), rows_of({0, 1, 3}));
-      const auto second = first.select_images(torch::tensor({2, 1}, torch::kLong), rows_of({2, 1}));
-      const auto rows = rows_of({3, 1});  // what `second` holds, in order
-      const std::string where = kind + ", " + std::to_string(beams) + " beams";
-      ASSERT_EQ(second.size(), 2 * beams) << where;
       const bool in_place = best_kernel_isa() != KernelIsa::none;
+      const std::string where =
+          kind + ", " + std::string(c10::toString(dtype)) + ", " + std::to_string(beams) + " beams";
+      // As DecoderState::select_images: a memory the beams could not share (no kernels) holds a
+      // row per beam, and takes its rows.
+      const auto select = [&](const AttentionMemory& memory, const std::vector<int64_t>& images) {
+        return memory.beams == beams
+                   ? memory.select_images(torch::tensor(images, torch::kLong), rows_of(images))
+                   : memory.index_select(rows_of(images));
+      };
+      EXPECT_EQ(whole.beams, in_place ? beams : 1) << where;
+      if (whole.beams == beams) {
+        EXPECT_THROW(whole.select_images(torch::tensor({0, 1}, torch::kLong), rows_of({0})), c10::Error)
+            << where;
+      }
+      const auto first = select(whole, {0, 1, 3});
+      const auto second = select(first, {2, 1});
+      const auto rows = rows_of({3, 1});  // what `second` holds, in order
+      ASSERT_EQ(second.size(), 2 * beams) << where;
       EXPECT_EQ(second.values.data_ptr() == whole.values.data_ptr(), in_place) << where;
       if (in_place) {
         EXPECT_TRUE(torch::equal(second.images, torch::tensor({3, 1}, torch::kLong))) << where;
