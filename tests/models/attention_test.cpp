@@ -315,7 +315,7 @@ TEST_F(AttentionTest, SelectedImagesReadTheirMemoryInPlace) {
   auto kinds = kKinds;
   kinds.push_back("local");
   for (const auto& kind : kinds) {
-    for (const auto [dtype, beams] : std::vector<std::pair<torch::ScalarType, int64_t>>{
+    for (const auto& [dtype, beams] : std::vector<std::pair<torch::ScalarType, int64_t>>{
              {torch::kFloat, 1}, {torch::kFloat, 2}, {torch::kDouble, 2}}) {
       auto options = small_options(kind);
       options.grid = {1, 5};
