@@ -1,6 +1,7 @@
 // Small text helpers (see text.h).
 #include "base/text.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -13,6 +14,11 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
     text += items[i];
   }
   return text;
+}
+
+std::string count_with_examples(const std::vector<std::string>& items) {
+  const std::vector<std::string> first(items.begin(), items.begin() + std::min<size_t>(items.size(), 3));
+  return std::to_string(items.size()) + " (e.g. " + join(first, ", ") + ")";
 }
 
 std::string shape_text(const std::vector<int64_t>& sizes) {

@@ -1,6 +1,7 @@
 // Small text helpers every stage shares.
 //
 //   join({"a", "b", "c"}, ", ")   // a, b, c
+//   count_with_examples(ids)      // 5 (e.g. 7, 9, 12)
 //   double_quoted("tab\there")      // "tab\there" with the tab written as backslash-t
 #pragma once
 
@@ -13,6 +14,9 @@ namespace saccade {
 
 // The items with `separator` between each two.
 std::string join(const std::vector<std::string>& items, const std::string& separator);
+
+// How many items, with the first few, as messages name them: "5 (e.g. 7, 9, 12)".
+std::string count_with_examples(const std::vector<std::string>& items);
 
 // A tensor shape as messages print it: "[2, 3, 4]".
 std::string shape_text(const std::vector<int64_t>& sizes);

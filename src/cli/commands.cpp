@@ -48,10 +48,13 @@ const std::vector<CommandSpec>& commands() {
        "Decode a split with a trained run's best (or last) checkpoint and score it.",
        "Loads <run>/checkpoints/best with the run's config.yaml over today's defaults, decodes the split\n"
        "with decode.* (overrides apply), writes <run>/results/<split>.json (COCO results) and\n"
-       "<split>_scores.json, and prints the scores. Example: saccade eval --run DIR decode.beam_size=5",
+       "<split>_scores.json, and prints the scores. With --against FILE (read before anything is\n"
+       "written, so it may be the results file this run replaces), also how many captions the two\n"
+       "share and both sets' scores side by side. Example: saccade eval --run DIR decode.beam_size=5",
        {{"--run", "DIR", "the training run folder whose checkpoints/best to evaluate"},
         {"--split", "NAME", "train | val | test (default test)"},
-        {"--checkpoint", "NAME", "best (default) or last: the last finished epoch's"}},
+        {"--checkpoint", "NAME", "best (default) or last: the last finished epoch's"},
+        {"--against", "FILE", "COCO results JSON of the same images to compare the captions with"}},
        /*composes_config=*/true,
        /*creates_run_folder=*/false,
        /*accepts_positional=*/false,
@@ -59,9 +62,12 @@ const std::vector<CommandSpec>& commands() {
       {"score",
        "Score any captions (COCO results JSON) against references: BLEU, METEOR, ROUGE-L, CIDEr-D.",
        "Reads a COCO results file and a COCO or Karpathy reference file and prints the metrics as the\n"
-       "coco-caption scorer computes them. METEOR needs Java and eval.meteor_jar=/path/to/meteor-1.5.jar.",
+       "coco-caption scorer computes them; with --against, another results file of the same images:\n"
+       "how many captions the two share and both files' scores side by side. METEOR needs Java and\n"
+       "eval.meteor_jar=/path/to/meteor-1.5.jar.",
        {{"--references", "FILE", "COCO captions JSON or Karpathy split JSON"},
         {"--results", "FILE", "COCO results JSON: [{\"image_id\": ..., \"caption\": ...}]"},
+        {"--against", "FILE", "COCO results JSON of the same images to compare --results with"},
         {"--allow-partial", "", "score the intersection when ids differ"}},
        /*composes_config=*/true,
        /*creates_run_folder=*/false,

@@ -6,12 +6,17 @@
 //                                       used, and for the shapes world the shapes metrics
 // The run is loaded once (decode/trained_run.h): its saved config over today's defaults, with
 // the command line's overrides on top, so decode.* and eval.meteor_jar given here apply.
+// --against FILE (COCO results of the same images, read before anything is written) adds how
+// many captions the two share and both sets' scores side by side (eval/caption_agreement.h).
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/split_evaluation.h"
+#include "eval/caption_agreement.h"
+#include "eval/caption_files.h"
 #include "viz/run_report.h"
 
 namespace saccade::cli {
@@ -22,17 +27,30 @@ int run_eval(const Job& job) {
   if (run_dir.empty()) throw ConfigError("saccade eval needs --run DIR (a training run folder)");
   const std::string split_name = invocation.flag("--split", "test");
   const Split split = parse_split(split_name);
+  // Read first: it may be the results file this evaluation replaces.
+  const std::string against_path = invocation.flag("--against");
+  if (invocation.has_flag("--against") && !std::filesystem::is_regular_file(against_path))
+    throw ConfigError("--against: no file at '" + against_path + "'");
+  const std::map<std::string, std::string> against =
+      against_path.empty() ? std::map<std::string, std::string>() : read_result_captions(against_path);
 
   TrainedRun run =
       load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const auto search = make_caption_search(run.search);
   const PreparedDataset data = ensure_prepared(run.dataset, {split});
-  const SplitResults results = evaluate_split(run, data.split(split), *search).results;
+  const EvaluatedSplit evaluated = evaluate_split(run, data.split(split), *search);
+  const SplitResults& results = evaluated.results;
   // A checkpoint folder copied on its own (no config.yaml beside it) is evaluated, not reported.
   if (std::filesystem::exists(run_dir / "config.yaml")) write_run_report(run_dir);
 
   std::cout << describe(results);
   std::cout << "Results: " << (run_dir / "results" / (split_name + ".json")).string() << "\n";
+  if (!against_path.empty()) {
+    std::cout << "Against " << against_path << ":\n"
+              << describe(compare_captions(
+                     evaluated.decoded.references, results.candidates, results.scores, against, against_path,
+                     score_options_from(run.config)));
+  }
   return 0;
 }
 

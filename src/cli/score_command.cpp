@@ -1,13 +1,18 @@
 // `saccade score`: scores any model's captions (a COCO results file) against COCO or Karpathy
-// references with the coco-caption metrics and prints them as a table on stdout.
+// references with the coco-caption metrics and prints them as a table on stdout; with --against
+// another results file of the same images, how many captions the two share and both files'
+// scores side by side.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "cli/command.h"
+#include "eval/caption_agreement.h"
 #include "eval/caption_files.h"
 #include "eval/caption_scores.h"
 #include "io/log.h"
@@ -21,13 +26,6 @@ std::filesystem::path input_file(const Invocation& invocation, const std::string
   if (path.empty()) throw ConfigError("saccade score needs " + flag + " FILE");
   if (!std::filesystem::is_regular_file(path)) throw ConfigError(flag + ": no file at '" + path + "'");
   return path;
-}
-
-// "3 (e.g. 7, 9, 12)": how many ids, with the first few.
-std::string count_with_examples(const std::vector<std::string>& ids) {
-  std::string text = std::to_string(ids.size()) + " (e.g. ";
-  for (size_t i = 0; i < ids.size() && i < 3; ++i) text += (i > 0 ? ", " : "") + ids[i];
-  return text + ")";
 }
 
 std::string format_score(double value) {
@@ -44,6 +42,12 @@ int run_score(const Job& job) {
   const auto results_path = input_file(invocation, "--results");
   auto references = read_reference_captions(references_path);
   auto results = read_result_captions(results_path);
+  std::filesystem::path against_path;
+  std::map<std::string, std::string> against;
+  if (invocation.has_flag("--against")) {
+    against_path = input_file(invocation, "--against");
+    against = read_result_captions(against_path);
+  }
 
   // coco-caption scores exactly the images present on both sides; a mismatch usually means the
   // wrong split or file, so it takes --allow-partial to score the intersection.
@@ -77,13 +81,26 @@ int run_score(const Job& job) {
     for (const auto& id : without_result) references.erase(id);
   }
 
-  const CaptionScores scores =
-      score_captions(references, results, score_options_from(job.composition.config));
+  const ScoreOptions options = score_options_from(job.composition.config);
+  const CaptionScores scores = score_captions(references, results, options);
   if (scores.empty_candidates > 0) {
     log::warn() << scores.empty_candidates << " of " << results.size()
                 << " captions are empty after normalization; they score 0";
   }
 
+  const std::string images = "images   " + std::to_string(scores.images.size()) + "\n";
+  if (!against_path.empty()) {
+    // The images scored above: with --allow-partial, the other file's captions of those.
+    if (invocation.has_flag("--allow-partial")) {
+      for (auto it = against.begin(); it != against.end();)
+        it = results.count(it->first) ? std::next(it) : against.erase(it);
+    }
+    const auto agreement =
+        compare_captions(references, results, scores, against, against_path.string(), options);
+    std::cout << images << describe(agreement);
+    return 0;
+  }
+  std::cout << images;
   const std::vector<std::pair<std::string, std::string>> rows = {
       {"BLEU-1", format_score(scores.bleu[0])},
       {"BLEU-2", format_score(scores.bleu[1])},
@@ -94,7 +111,6 @@ int run_score(const Job& job) {
       {"ROUGE-L", format_score(scores.rouge_l)},
       {"CIDEr-D", format_score(scores.cider_d)},
   };
-  std::cout << "images   " << scores.images.size() << "\n";
   for (const auto& [metric, value] : rows)
     std::cout << metric << std::string(9 - metric.size(), ' ') << value << "\n";
   return 0;

@@ -160,6 +160,23 @@ TEST_F(EvalTest, ValSplitWithGreedy) {
   EXPECT_TRUE(std::filesystem::exists(run_ / "results/val_scores.json"));
 }
 
+// --against: an evaluation compared with the results file it replaces (read first) finds every
+// caption identical, as decoding repeats itself; a missing file is refused before anything runs.
+TEST_F(EvalTest, AgainstTheResultsItReplaces) {
+  ASSERT_EQ(eval({"decode.beam_size=1"}).exit_code, 0);
+  const auto results = (run_ / "results/test.json").string();
+  const auto result = eval({"decode.beam_size=1", "--against", results});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("identical captions  8 of 8 (100.0%)\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("CIDEr-D  "), std::string::npos) << result.out;
+
+  const auto missing = eval({"decode.beam_size=2", "--against", (run_ / "results/none.json").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.err.find("--against: no file at"), std::string::npos) << missing.err;
+  const YAML::Node scores = YAML::LoadFile((run_ / "results/test_scores.json").string());
+  EXPECT_EQ(scores["search"].as<std::string>(), "greedy");  // the refused run wrote nothing
+}
+
 // decode.n_best puts each image's best captions beside the chosen one, best first.
 TEST_F(EvalTest, NBestListsAreWrittenBesideTheCaption) {
   const auto result = eval({"decode.beam_size=3", "decode.n_best=3"});

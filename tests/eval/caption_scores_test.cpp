@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "eval/caption_agreement.h"
 #include "eval/caption_scores.h"
 #include "test_util.h"
 
@@ -32,6 +33,46 @@ TEST(ScoreCaptions, NormalizesBothSidesBeforeScoring) {
       score_captions(references, {{"1", "How are you today"}, {"2", "Only wrong words here"}}, {});
   for (double value : wrong.bleu) EXPECT_NEAR(value, 0.0, 1e-7);
   EXPECT_NEAR(wrong.cider_d, 0.0, 1e-7);
+}
+
+// Two captionings compared on the published example above: the same text counts as identical
+// (image 1), the same words in other text do not (image 2, its period), and the other captions
+// are scored as score_captions scores them: BLEU 1 and CIDEr 10 for the perfect ones, 0 for
+// captions of wrong words.
+TEST(CompareCaptions, CountsIdenticalCaptionsAndScoresTheOtherSet) {
+  const References references = {
+      {"1", {"Hello World good Bye"}}, {"2", {"This is perfect test", "This is perfect test"}}};
+  const Candidates captions = {{"1", "Hello World Good bye"}, {"2", "This is perfect test."}};
+  const CaptionScores scores = score_captions(references, captions, {});
+  const auto same_words = compare_captions(
+      references, captions, scores, {{"1", "Hello World Good bye"}, {"2", "This is perfect test"}}, "a.json",
+      {});
+  EXPECT_EQ(same_words.images, 2);
+  EXPECT_EQ(same_words.identical, 1);
+  for (double value : same_words.against.bleu) EXPECT_NEAR(value, 1.0, 1e-7);
+  EXPECT_NEAR(same_words.against.cider_d, 10.0, 1e-7);
+  const std::string table = describe(same_words);
+  EXPECT_NE(table.find("identical captions  1 of 2 (50.0%)\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("CIDEr-D  10.000000   10.000000   +0.000000\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("METEOR   unavailable\n"), std::string::npos) << table;
+
+  const auto wrong = compare_captions(
+      references, captions, scores, {{"1", "How are you today"}, {"2", "Only wrong words here"}}, "b.json",
+      {});
+  EXPECT_EQ(wrong.identical, 0);
+  EXPECT_NEAR(wrong.against.cider_d, 0.0, 1e-7);
+  EXPECT_NE(describe(wrong).find("CIDEr-D  10.000000   0.000000    +10.000000\n"), std::string::npos)
+      << describe(wrong);
+
+  try {
+    compare_captions(references, captions, scores, {{"1", "x"}, {"3", "y"}}, "c.json", {});
+    ADD_FAILURE() << "captions of other images were compared";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(
+        error.what(),
+        "c.json does not caption the same 2 images: 1 (e.g. 2) have no caption there, and 1 (e.g. 3) are not "
+        "compared");
+  }
 }
 
 TEST(ScoreCaptions, WithoutNormalizationSplitsOnWhitespaceOnly) {

@@ -1,5 +1,6 @@
-// `saccade score` as a user runs it: the printed table, mismatched ids, empty captions, and bad
-// input ending in one clear line and exit code 2. Each run starts LibTorch (~2 s): keep them few.
+// `saccade score` as a user runs it: the printed table, mismatched ids, a second results file to
+// compare with, empty captions, and bad input ending in one clear line and exit code 2. Each run starts
+// LibTorch (~2 s): keep them few.
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -21,13 +22,21 @@ const char* const kResults = R"([
 
 class ScoreCommand : public ::testing::Test {
  protected:
-  CommandResult score(const std::string& references, const std::string& results, bool allow_partial = false) {
+  CommandResult score(
+      const std::string& references,
+      const std::string& results,
+      bool allow_partial = false,
+      const std::string& against = "") {
     write_file(dir_ / "references.json", references);
     write_file(dir_ / "results.json", results);
     std::vector<std::string> args = {
         "score", "--references", (dir_ / "references.json").string(), "--results",
         (dir_ / "results.json").string()};
     if (allow_partial) args.push_back("--allow-partial");
+    if (!against.empty()) {
+      write_file(dir_ / "against.json", against);
+      args.insert(args.end(), {"--against", (dir_ / "against.json").string()});
+    }
     return run_saccade(args);
   }
 
@@ -67,6 +76,28 @@ TEST_F(ScoreCommand, MismatchedIdsNeedAllowPartial) {
 
   expect_usage_error(
       score(kCocoReferences, R"([{"image_id": 5, "caption": "x"}])", true), "no image is in both");
+}
+
+// --against: the captions of image 1 agree, image 2's other caption is scored as `saccade score`
+// scores it alone; a file of other images is refused in one line.
+TEST_F(ScoreCommand, AgainstAnotherResultsFileComparesTheCaptions) {
+  const std::string against = R"([
+  {"image_id": 1, "caption": "this is the model generated sentence1 which seems good enough"},
+  {"image_id": 2, "caption": "this is the second reference sentence for sentence2"}])";
+  const auto alone = score(kCocoReferences, against);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const size_t at = alone.out.find("BLEU-4   ");
+  ASSERT_NE(at, std::string::npos) << alone.out;
+  const std::string their_bleu4 = alone.out.substr(at + 9, 8);
+
+  const auto result = score(kCocoReferences, kResults, false, against);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("identical captions  1 of 2 (50.0%)\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("BLEU-4   0.201143    " + their_bleu4), std::string::npos) << result.out;
+
+  expect_usage_error(
+      score(kCocoReferences, kResults, false, R"([{"image_id": 1, "caption": "x"}])"),
+      "against.json does not caption the same 2 images: 1 (e.g. 2) have no caption there");
 }
 
 TEST_F(ScoreCommand, EmptyCaptionsScoreZeroWithAWarning) {

@@ -1,0 +1,73 @@
+// compare_captions and its table (see caption_agreement.h).
+#include "eval/caption_agreement.h"
+
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+
+#include "base/text.h"
+
+namespace saccade {
+namespace {
+
+// One metric's line: name, both scores and their difference, in columns.
+std::string metric_line(const char* metric, std::optional<double> ours, std::optional<double> theirs) {
+  char line[128];
+  if (ours && theirs) {
+    std::snprintf(line, sizeof(line), "%-9s%-12.6f%-12.6f%+.6f\n", metric, *ours, *theirs, *ours - *theirs);
+  } else {
+    std::snprintf(line, sizeof(line), "%-9sunavailable\n", metric);
+  }
+  return line;
+}
+
+}  // namespace
+
+CaptionAgreement compare_captions(
+    const std::map<std::string, std::vector<std::string>>& references,
+    const std::map<std::string, std::string>& captions,
+    const CaptionScores& scores,
+    const std::map<std::string, std::string>& against,
+    const std::string& against_name,
+    const ScoreOptions& options) {
+  std::vector<std::string> missing, extra;
+  for (const auto& [id, caption] : captions) {
+    if (against.count(id) == 0) missing.push_back(id);
+  }
+  for (const auto& [id, caption] : against) {
+    if (captions.count(id) == 0) extra.push_back(id);
+  }
+  if (!missing.empty() || !extra.empty()) {
+    std::string problem =
+        against_name + " does not caption the same " + std::to_string(captions.size()) + " images: ";
+    if (!missing.empty()) problem += count_with_examples(missing) + " have no caption there";
+    if (!extra.empty())
+      problem +=
+          std::string(missing.empty() ? "" : ", and ") + count_with_examples(extra) + " are not compared";
+    throw std::invalid_argument(problem);
+  }
+  CaptionAgreement agreement;
+  agreement.images = static_cast<int64_t>(captions.size());
+  for (const auto& [id, caption] : captions) agreement.identical += caption == against.at(id);
+  agreement.scores = scores;
+  agreement.against = score_captions(references, against, options);
+  return agreement;
+}
+
+std::string describe(const CaptionAgreement& agreement) {
+  const CaptionScores &ours = agreement.scores, &theirs = agreement.against;
+  char identical[96];
+  std::snprintf(
+      identical, sizeof(identical), "identical captions  %ld of %ld (%.1f%%)\n", long(agreement.identical),
+      long(agreement.images), agreement.images > 0 ? 100.0 * agreement.identical / agreement.images : 0.0);
+  std::string text = identical;
+  text += "metric   captions    against     difference\n";
+  const char* bleu[] = {"BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4"};
+  for (int n = 0; n < 4; ++n) text += metric_line(bleu[n], ours.bleu[n], theirs.bleu[n]);
+  text += metric_line("METEOR", ours.meteor, theirs.meteor);
+  text += metric_line("ROUGE-L", ours.rouge_l, theirs.rouge_l);
+  text += metric_line("CIDEr-D", ours.cider_d, theirs.cider_d);
+  return text;
+}
+
+}  // namespace saccade
