@@ -95,71 +95,48 @@ TEST_F(GreedySearchTest, LeavesTrainingModeAsFound) {
 
 // A vocabulary of the four special words, <unk> blocked and a minimum length: every word is
 // forbidden at the first step. Each search ends every caption there, empty and finished, with the
-// model's own log-probability of <end>.
+// model's own log-probability of <end>; where the model gives <end> no probability at all (its
+// logit -inf), at kStuckEndFloor, sampling at a low temperature too (the lowest float divided by
+// the temperature had become -inf and left no word to draw).
 TEST(StuckRows, EndAtOnceWithTheModelsEndLogProbability) {
-  torch::manual_seed(3);
-  auto options = testing::tiny_decoder_options();
-  options.vocab_size = 4;  // <pad>, <start>, <end>, <unk>
-  AttentionLSTMDecoder decoder(options);
-  decoder->eval();
-  const auto annotations = torch::randn({5, 4, 6});  // B=5 images, L=4, D=6
-  torch::Tensor end_log_probs;                       // [B]: the model's log p(<end>) at step 0
-  {
-    torch::NoGradGuard no_grad;
-    DecoderState state = decoder->init_state(annotations);
-    const auto first = decoder->step(state, torch::full({5}, Vocabulary::kStart, torch::kLong));
-    end_log_probs = torch::log_softmax(first.logits, 1).select(1, Vocabulary::kEnd);
-  }
-  SearchOptions search;
-  search.block_unk = true;
-  search.min_length = 2;
-  search.max_length = 4;
-  for (const auto& [method, beam] : std::vector<std::pair<SearchMethod, int64_t>>{
-           {SearchMethod::greedy, 1}, {SearchMethod::beam, 3}, {SearchMethod::sample, 1}}) {
-    search.method = method;
-    search.beam_size = beam;
-    const auto captions = make_caption_search(search)->search(*decoder, annotations);
-    ASSERT_EQ(captions.size(), 5u);
-    for (int64_t b = 0; b < 5; ++b) {
-      const std::string where = to_string(method) + " image " + std::to_string(b);
-      EXPECT_TRUE(captions[b].tokens.empty()) << where;
-      EXPECT_TRUE(captions[b].finished) << where;
-      EXPECT_NEAR(captions[b].log_prob, end_log_probs[b].item<double>(), 1e-5) << where;
-      EXPECT_EQ(captions[b].alphas.size(0), 0) << where;
+  for (const bool impossible_end : {false, true}) {
+    torch::manual_seed(3);
+    auto options = testing::tiny_decoder_options();
+    options.vocab_size = 4;  // <pad>, <start>, <end>, <unk>
+    AttentionLSTMDecoder decoder(options);
+    decoder->eval();
+    const auto annotations = torch::randn({5, 4, 6});  // B=5 images, L=4, D=6
+    torch::Tensor end_log_probs;                       // [B]: the model's log p(<end>) at step 0
+    {
+      torch::NoGradGuard no_grad;
+      if (impossible_end) decoder->out->bias[Vocabulary::kEnd] = -std::numeric_limits<float>::infinity();
+      DecoderState state = decoder->init_state(annotations);
+      const auto first = decoder->step(state, torch::full({5}, Vocabulary::kStart, torch::kLong));
+      end_log_probs = torch::log_softmax(first.logits, 1).select(1, Vocabulary::kEnd);
     }
-  }
-}
-
-// The same stuck rows when the model gives <end> no probability at all (its logit -inf): each
-// search still ends every caption, at kStuckEndFloor; sampling at a low temperature too, where
-// the lowest float divided by the temperature had become -inf and left no word to draw.
-TEST(StuckRows, AnImpossibleEndStillEndsTheCaption) {
-  torch::manual_seed(3);
-  auto options = testing::tiny_decoder_options();
-  options.vocab_size = 4;  // <pad>, <start>, <end>, <unk>
-  AttentionLSTMDecoder decoder(options);
-  decoder->eval();
-  {
-    torch::NoGradGuard no_grad;
-    decoder->out->bias[Vocabulary::kEnd] = -std::numeric_limits<float>::infinity();
-  }
-  const auto annotations = torch::randn({3, 4, 6});  // B=3 images, L=4, D=6
-  SearchOptions search;
-  search.block_unk = true;
-  search.min_length = 2;
-  search.max_length = 4;
-  search.temperature = 0.5;
-  for (const auto& [method, beam] : std::vector<std::pair<SearchMethod, int64_t>>{
-           {SearchMethod::greedy, 1}, {SearchMethod::beam, 3}, {SearchMethod::sample, 1}}) {
-    search.method = method;
-    search.beam_size = beam;
-    const auto captions = make_caption_search(search)->search(*decoder, annotations);
-    ASSERT_EQ(captions.size(), 3u);
-    for (int64_t b = 0; b < 3; ++b) {
-      const std::string where = to_string(method) + " image " + std::to_string(b);
-      EXPECT_TRUE(captions[b].tokens.empty()) << where;
-      EXPECT_TRUE(captions[b].finished) << where;
-      EXPECT_EQ(captions[b].log_prob, kStuckEndFloor) << where;
+    SearchOptions search;
+    search.block_unk = true;
+    search.min_length = 2;
+    search.max_length = 4;
+    search.temperature = 0.5;
+    for (const auto& [method, beam] : std::vector<std::pair<SearchMethod, int64_t>>{
+             {SearchMethod::greedy, 1}, {SearchMethod::beam, 3}, {SearchMethod::sample, 1}}) {
+      search.method = method;
+      search.beam_size = beam;
+      const auto captions = make_caption_search(search)->search(*decoder, annotations);
+      ASSERT_EQ(captions.size(), 5u);
+      for (int64_t b = 0; b < 5; ++b) {
+        const std::string where =
+            to_string(method) + " image " + std::to_string(b) + (impossible_end ? ", <end> impossible" : "");
+        EXPECT_TRUE(captions[b].tokens.empty()) << where;
+        EXPECT_TRUE(captions[b].finished) << where;
+        if (impossible_end) {
+          EXPECT_EQ(captions[b].log_prob, kStuckEndFloor) << where;
+        } else {
+          EXPECT_NEAR(captions[b].log_prob, end_log_probs[b].item<double>(), 1e-5) << where;
+        }
+        EXPECT_EQ(captions[b].alphas.size(0), 0) << where;
+      }
     }
   }
 }
