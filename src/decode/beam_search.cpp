@@ -89,8 +89,8 @@ StepRecord record_step(const torch::Tensor& extensions, const torch::Tensor& log
 
 // Extensions of step t by <end> become finished hypotheses and free their slot (alive [n, K] is
 // set to -inf there); an image with K finished is done and all its slots die, and so is one whose
-// every slot is dead with fewer finished (a vocabulary with fewer than K words to take): nothing
-// can extend it. The record's rows and alive's are those of `images`, the n images still
+// every slot is dead with fewer, but some, finished (a vocabulary with fewer than K words to
+// take): nothing can extend it. The record's rows and alive's are those of `images`, the n images still
 // searched. Returns whether every image is done.
 bool finish_ended(
     const StepRecord& record,
@@ -114,7 +114,8 @@ bool finish_ended(
     }
     bool every_slot_dead = true;
     for (int64_t k = 0; k < beam; ++k) every_slot_dead = every_slot_dead && alive[i][k] == kNegInf;
-    if (static_cast<int64_t>(finished[b].size()) >= beam || every_slot_dead) done[b] = 1;
+    if (static_cast<int64_t>(finished[b].size()) >= beam || (every_slot_dead && !finished[b].empty()))
+      done[b] = 1;
     if (done[b]) {
       for (int64_t k = 0; k < beam; ++k) alive[i][k] = kNegInf;
     }
