@@ -48,9 +48,9 @@ const std::vector<CommandSpec>& commands() {
        "Decode a split with a trained run's best (or last) checkpoint and score it.",
        "Loads <run>/checkpoints/best with the run's config.yaml over today's defaults, decodes the split\n"
        "with decode.* (overrides apply), writes <run>/results/<split>.json (COCO results) and\n"
-       "<split>_scores.json, and prints the scores. With --against FILE (read before anything is\n"
-       "written, so it may be the results file this run replaces), also how many captions the two\n"
-       "share and both sets' scores side by side. Example: saccade eval --run DIR decode.beam_size=5",
+       "<split>_scores.json, and prints the scores. With --against FILE (read and checked before anything\n"
+       "is decoded or written, so it may be the results file this run replaces), also how many captions\n"
+       "the two share and both sets' scores side by side. Example: saccade eval --run DIR decode.beam_size=5",
        {{"--run", "DIR", "the training run folder whose checkpoints/best to evaluate"},
         {"--split", "NAME", "train | val | test (default test)"},
         {"--checkpoint", "NAME", "best (default) or last: the last finished epoch's"},

@@ -6,12 +6,14 @@
 //                                       used, and for the shapes world the shapes metrics
 // The run is loaded once (decode/trained_run.h): its saved config over today's defaults, with
 // the command line's overrides on top, so decode.* and eval.meteor_jar given here apply.
-// --against FILE (COCO results of the same images, read before anything is written) adds how
-// many captions the two share and both sets' scores side by side (eval/caption_agreement.h).
+// --against FILE (COCO results of the same images, read and checked before anything is decoded
+// or written) adds how many captions the two share and both sets' scores side by side
+// (eval/caption_agreement.h).
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/split_evaluation.h"
@@ -38,6 +40,12 @@ int run_eval(const Job& job) {
       load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const auto search = make_caption_search(run.search);
   const PreparedDataset data = ensure_prepared(run.dataset, {split});
+  if (!against_path.empty()) {
+    // Other images are refused before the split is decoded and its results replaced.
+    std::vector<std::string> image_ids;
+    for (const auto& image : data.split(split).images) image_ids.push_back(image.image_id);
+    check_same_images(image_ids, against, against_path);
+  }
   const EvaluatedSplit evaluated = evaluate_split(run, data.split(split), *search);
   const SplitResults& results = evaluated.results;
   // A checkpoint folder copied on its own (no config.yaml beside it) is evaluated, not reported.
@@ -46,10 +54,10 @@ int run_eval(const Job& job) {
   std::cout << describe(results);
   std::cout << "Results: " << (run_dir / "results" / (split_name + ".json")).string() << "\n";
   if (!against_path.empty()) {
-    std::cout << "Against " << against_path << ":\n"
-              << describe(compare_captions(
-                     evaluated.decoded.references, results.candidates, results.scores, against, against_path,
-                     score_options_from(run.config)));
+    const auto agreement = compare_captions(
+        evaluated.decoded.references, results.candidates, results.scores, against, against_path,
+        score_options_from(run.config));
+    std::cout << "Against " << against_path << ":\n" << describe(agreement);
   }
   return 0;
 }

@@ -90,10 +90,18 @@ int run_score(const Job& job) {
 
   const std::string images = "images   " + std::to_string(scores.images.size()) + "\n";
   if (!against_path.empty()) {
-    // The images scored above: with --allow-partial, the other file's captions of those.
+    // The images scored above: with --allow-partial, the other file's captions of those (it must
+    // still caption each of them).
     if (invocation.has_flag("--allow-partial")) {
-      for (auto it = against.begin(); it != against.end();)
-        it = results.count(it->first) ? std::next(it) : against.erase(it);
+      size_t dropped = 0;
+      for (auto it = against.begin(); it != against.end();) {
+        const bool scored = results.count(it->first) > 0;
+        dropped += !scored;
+        it = scored ? std::next(it) : against.erase(it);
+      }
+      if (dropped > 0)
+        log::warn() << against_path.string() << ": " << dropped
+                    << " captions of images not scored are left out";
     }
     const auto agreement =
         compare_captions(references, results, scores, against, against_path.string(), options);

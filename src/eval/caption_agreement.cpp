@@ -1,8 +1,10 @@
 // compare_captions and its table (see caption_agreement.h).
 #include "eval/caption_agreement.h"
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "base/text.h"
@@ -14,7 +16,9 @@ namespace {
 std::string metric_line(const char* metric, std::optional<double> ours, std::optional<double> theirs) {
   char line[128];
   if (ours && theirs) {
-    std::snprintf(line, sizeof(line), "%-9s%-12.6f%-12.6f%+.6f\n", metric, *ours, *theirs, *ours - *theirs);
+    // A difference that rounds to zero prints as +0.000000, never -0.000000.
+    const double difference = std::fabs(*ours - *theirs) < 5e-7 ? 0.0 : *ours - *theirs;
+    std::snprintf(line, sizeof(line), "%-9s%-12.6f%-12.6f%+.6f\n", metric, *ours, *theirs, difference);
   } else {
     std::snprintf(line, sizeof(line), "%-9sunavailable\n", metric);
   }
@@ -23,6 +27,28 @@ std::string metric_line(const char* metric, std::optional<double> ours, std::opt
 
 }  // namespace
 
+void check_same_images(
+    const std::vector<std::string>& image_ids,
+    const std::map<std::string, std::string>& against,
+    const std::string& against_name) {
+  const std::set<std::string> images(image_ids.begin(), image_ids.end());
+  std::vector<std::string> missing, extra;
+  for (const auto& id : images) {
+    if (against.count(id) == 0) missing.push_back(id);
+  }
+  for (const auto& [id, caption] : against) {
+    if (images.count(id) == 0) extra.push_back(id);
+  }
+  if (missing.empty() && extra.empty()) return;
+  std::string problem =
+      against_name + " does not caption the same " + std::to_string(images.size()) + " images: ";
+  if (!missing.empty()) problem += count_with_examples(missing) + " have no caption there";
+  if (!extra.empty())
+    problem +=
+        std::string(missing.empty() ? "" : ", and ") + count_with_examples(extra) + " are not compared";
+  throw std::invalid_argument(problem);
+}
+
 CaptionAgreement compare_captions(
     const std::map<std::string, std::vector<std::string>>& references,
     const std::map<std::string, std::string>& captions,
@@ -30,22 +56,9 @@ CaptionAgreement compare_captions(
     const std::map<std::string, std::string>& against,
     const std::string& against_name,
     const ScoreOptions& options) {
-  std::vector<std::string> missing, extra;
-  for (const auto& [id, caption] : captions) {
-    if (against.count(id) == 0) missing.push_back(id);
-  }
-  for (const auto& [id, caption] : against) {
-    if (captions.count(id) == 0) extra.push_back(id);
-  }
-  if (!missing.empty() || !extra.empty()) {
-    std::string problem =
-        against_name + " does not caption the same " + std::to_string(captions.size()) + " images: ";
-    if (!missing.empty()) problem += count_with_examples(missing) + " have no caption there";
-    if (!extra.empty())
-      problem +=
-          std::string(missing.empty() ? "" : ", and ") + count_with_examples(extra) + " are not compared";
-    throw std::invalid_argument(problem);
-  }
+  std::vector<std::string> image_ids;
+  for (const auto& [id, caption] : captions) image_ids.push_back(id);
+  check_same_images(image_ids, against, against_name);
   CaptionAgreement agreement;
   agreement.images = static_cast<int64_t>(captions.size());
   for (const auto& [id, caption] : captions) agreement.identical += caption == against.at(id);

@@ -24,8 +24,15 @@ struct CaptionAgreement {
   CaptionScores against;  // the other captions', scored alike
 };
 
+// Throws std::invalid_argument naming `against_name`, how many ids differ and a few of them,
+// unless `against` captions exactly the images `image_ids`.
+void check_same_images(
+    const std::vector<std::string>& image_ids,
+    const std::map<std::string, std::string>& against,
+    const std::string& against_name);
+
 // `scores` are `captions`' (as score_captions gave them); `against` must caption exactly the same
-// images, else std::invalid_argument naming `against_name`, how many ids differ and a few of them.
+// images (check_same_images).
 CaptionAgreement compare_captions(
     const std::map<std::string, std::vector<std::string>>& references,
     const std::map<std::string, std::string>& captions,

@@ -160,21 +160,34 @@ TEST_F(EvalTest, ValSplitWithGreedy) {
   EXPECT_TRUE(std::filesystem::exists(run_ / "results/val_scores.json"));
 }
 
-// --against: an evaluation compared with the results file it replaces (read first) finds every
-// caption identical, as decoding repeats itself; a missing file is refused before anything runs.
+// --against: an evaluation compared with the results file it replaces reads it first (one caption
+// changed there by hand counts as the one caption not identical, where a file read after the
+// writing would be all identical); a missing file, or one of other images, is refused before the
+// split is decoded and its results replaced.
 TEST_F(EvalTest, AgainstTheResultsItReplaces) {
   ASSERT_EQ(eval({"decode.beam_size=1"}).exit_code, 0);
-  const auto results = (run_ / "results/test.json").string();
-  const auto result = eval({"decode.beam_size=1", "--against", results});
+  const auto results = run_ / "results/test.json";
+  std::string text = read_file(results);
+  const size_t caption = text.find("\"caption\": \"");
+  ASSERT_NE(caption, std::string::npos) << text;
+  text.insert(caption + 12, "edited ");
+  write_file(results, text);
+  const auto result = eval({"decode.beam_size=1", "--against", results.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("identical captions  8 of 8 (100.0%)\n"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("identical captions  7 of 8 (87.5%)\n"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("CIDEr-D  "), std::string::npos) << result.out;
 
   const auto missing = eval({"decode.beam_size=2", "--against", (run_ / "results/none.json").string()});
   EXPECT_EQ(missing.exit_code, 2) << missing.out;
   EXPECT_NE(missing.err.find("--against: no file at"), std::string::npos) << missing.err;
+  const auto other_images = work_->path() / "other_images.json";
+  write_file(other_images, R"([{"image_id": 123456, "caption": "a red square"}])");
+  const auto refused = eval({"decode.beam_size=2", "--against", other_images.string()});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("does not caption the same 8 images: 8 (e.g."), std::string::npos)
+      << refused.err;
   const YAML::Node scores = YAML::LoadFile((run_ / "results/test_scores.json").string());
-  EXPECT_EQ(scores["search"].as<std::string>(), "greedy");  // the refused run wrote nothing
+  EXPECT_EQ(scores["search"].as<std::string>(), "greedy");  // the refused runs wrote nothing
 }
 
 // decode.n_best puts each image's best captions beside the chosen one, best first.

@@ -79,7 +79,8 @@ TEST_F(ScoreCommand, MismatchedIdsNeedAllowPartial) {
 }
 
 // --against: the captions of image 1 agree, image 2's other caption is scored as `saccade score`
-// scores it alone; a file of other images is refused in one line.
+// scores it alone; a file lacking an image is refused in one line, its extra images are left out
+// under --allow-partial.
 TEST_F(ScoreCommand, AgainstAnotherResultsFileComparesTheCaptions) {
   const std::string against = R"([
   {"image_id": 1, "caption": "this is the model generated sentence1 which seems good enough"},
@@ -98,6 +99,14 @@ TEST_F(ScoreCommand, AgainstAnotherResultsFileComparesTheCaptions) {
   expect_usage_error(
       score(kCocoReferences, kResults, false, R"([{"image_id": 1, "caption": "x"}])"),
       "against.json does not caption the same 2 images: 1 (e.g. 2) have no caption there");
+  // --allow-partial leaves out the other file's captions of images not scored, and says so.
+  const auto partial = score(
+      kCocoReferences, kResults, true,
+      R"([{"image_id": 1, "caption": "x"}, {"image_id": 2, "caption": "y"}, {"image_id": 7, "caption": "z"}])");
+  EXPECT_EQ(partial.exit_code, 0) << partial.err;
+  EXPECT_NE(partial.out.find("identical captions  0 of 2 (0.0%)\n"), std::string::npos) << partial.out;
+  EXPECT_NE(partial.err.find("1 captions of images not scored are left out"), std::string::npos)
+      << partial.err;
 }
 
 TEST_F(ScoreCommand, EmptyCaptionsScoreZeroWithAWarning) {
