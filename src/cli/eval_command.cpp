@@ -33,6 +33,13 @@ int run_eval(const Job& job) {
   const std::string against_path = invocation.flag("--against");
   if (invocation.has_flag("--against") && !std::filesystem::is_regular_file(against_path))
     throw ConfigError("--against: no file at '" + against_path + "'");
+  const auto results_path = run_dir / "results" / (split_name + ".json");
+  if (invocation.multirun && !against_path.empty() && std::filesystem::exists(results_path) &&
+      std::filesystem::equivalent(against_path, results_path)) {
+    throw ConfigError(
+        "--against " + against_path +
+        " is the file every job of this multirun replaces; compare with a copy");
+  }
   const std::map<std::string, std::string> against =
       against_path.empty() ? std::map<std::string, std::string>() : read_result_captions(against_path);
 
@@ -52,7 +59,7 @@ int run_eval(const Job& job) {
   if (std::filesystem::exists(run_dir / "config.yaml")) write_run_report(run_dir);
 
   std::cout << describe(results);
-  std::cout << "Results: " << (run_dir / "results" / (split_name + ".json")).string() << "\n";
+  std::cout << "Results: " << results_path.string() << "\n";
   if (!against_path.empty()) {
     const auto agreement = compare_captions(
         evaluated.decoded.references, results.candidates, results.scores, against, against_path,

@@ -162,8 +162,8 @@ TEST_F(EvalTest, ValSplitWithGreedy) {
 
 // --against: an evaluation compared with the results file it replaces reads it first (one caption
 // changed there by hand counts as the one caption not identical, where a file read after the
-// writing would be all identical); a missing file, or one of other images, is refused before the
-// split is decoded and its results replaced.
+// writing would be all identical); a missing file, one of other images, or in a multirun the file
+// every job replaces, is refused before the split is decoded and its results replaced.
 TEST_F(EvalTest, AgainstTheResultsItReplaces) {
   ASSERT_EQ(eval({"decode.beam_size=1"}).exit_code, 0);
   const auto results = run_ / "results/test.json";
@@ -186,6 +186,10 @@ TEST_F(EvalTest, AgainstTheResultsItReplaces) {
   EXPECT_EQ(refused.exit_code, 2) << refused.out;
   EXPECT_NE(refused.err.find("does not caption the same 8 images: 8 (e.g."), std::string::npos)
       << refused.err;
+  const auto sweep = eval({"-m", "decode.beam_size=2,3", "--against", results.string()});
+  EXPECT_EQ(sweep.exit_code, 2) << sweep.out;
+  EXPECT_NE(sweep.err.find("is the file every job of this multirun replaces"), std::string::npos)
+      << sweep.err;
   const YAML::Node scores = YAML::LoadFile((run_ / "results/test_scores.json").string());
   EXPECT_EQ(scores["search"].as<std::string>(), "greedy");  // the refused runs wrote nothing
 }
