@@ -90,8 +90,8 @@ StepRecord record_step(const torch::Tensor& extensions, const torch::Tensor& log
 // Extensions of step t by <end> become finished hypotheses and free their slot (alive [n, K] is
 // set to -inf there); an image with K finished is done and all its slots die, and so is one whose
 // every slot is dead with fewer, but some, finished (a vocabulary with fewer than K words to
-// take): nothing can extend it. The record's rows and alive's are those of `images`, the n images still
-// searched. Returns whether every image is done.
+// take): nothing can extend it. The record's rows and alive's are those of `images`, the n images
+// still searched. Returns whether every image is done.
 bool finish_ended(
     const StepRecord& record,
     torch::TensorAccessor<float, 2> alive,

@@ -6,11 +6,11 @@
 //   additive_scores(keys, q, w, 5);                      // q [5 B, A]: five beams per image
 //
 // Shapes: B images, n <= B the rows a step reads (a prefix: the decoder's active batch; or the
-// images an index names, those a search still decodes), L
-// locations, A attention dim, N heads, Dv value dim. Both take float or double on the CPU; the
-// loops are written once over vector lanes (vector_lanes.h) and compiled for AVX2 and AVX-512,
-// the best the CPU runs chosen at run time (on CPUs with neither, and for every other tensor, the
-// plain LibTorch ops). Images are split over LibTorch's threads.
+// images an index names, those a search still decodes), L locations, A attention dim, N heads, Dv
+// value dim. Both take float or double on the CPU; the loops are written once over vector lanes
+// (vector_lanes.h) and compiled for AVX2 and AVX-512, the best the CPU runs chosen at run time (on
+// CPUs with neither, and for every other tensor, the plain LibTorch ops). Images are split over
+// LibTorch's threads.
 #pragma once
 
 #include <torch/types.h>

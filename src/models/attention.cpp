@@ -88,21 +88,25 @@ torch::Tensor rows_of(const torch::Tensor& x, const torch::Tensor& index) {
   return x.defined() ? x.index_select(0, index) : x;
 }
 
+torch::Tensor rows_read(const torch::Tensor& images, const torch::Tensor& chosen) {
+  return images.defined() ? images.index_select(0, chosen) : chosen;
+}
+
 torch::Tensor AttentionMemory::per_image(const torch::Tensor& x) const {
   return images.defined() ? rows_of(x, images) : x;
 }
 
-AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
-  const auto image_of_row = beams > 1 ? index.div(beams, "floor") : index;
-  const auto read = images.defined() ? images.index_select(0, image_of_row) : image_of_row;
-  AttentionMemory selected{rows_of(keys, read),
-                           rows_of(values, read),
-                           rows_of(mask, index),
-                           nullptr,
-                           rows_of(previous_alpha, index),
-                           1};
+AttentionMemory AttentionMemory::copied(
+    const torch::Tensor& read, const torch::Tensor& rows, int64_t beams) const {
+  AttentionMemory selected{rows_of(keys, read),           rows_of(values, read),
+                           rows_of(mask, rows),           nullptr,
+                           rows_of(previous_alpha, rows), beams};
   selected.keys_t = rows_of(keys_t, read);
   return selected;
+}
+
+AttentionMemory AttentionMemory::index_select(const torch::Tensor& index) const {
+  return copied(rows_read(images, beams > 1 ? index.div(beams, "floor") : index), index, 1);
 }
 
 AttentionMemory AttentionMemory::select_images(const torch::Tensor& chosen, const torch::Tensor& rows) const {
@@ -111,7 +115,7 @@ AttentionMemory AttentionMemory::select_images(const torch::Tensor& chosen, cons
       chosen.size(0), " images of ", beams, " beams (a memory of one row per beam takes index_select)");
   // Where the CPU kernels read keys and values (the additive scores, the dot products' transposed
   // keys and every context), the chosen images read theirs in place.
-  const auto read = images.defined() ? images.index_select(0, chosen) : chosen;
+  const auto read = rows_read(images, chosen);
   if (kernels_read_in_place(keys) && kernels_read_in_place(values)) {
     AttentionMemory selected = *this;
     selected.mask = rows_of(mask, rows);
@@ -119,10 +123,7 @@ AttentionMemory AttentionMemory::select_images(const torch::Tensor& chosen, cons
     selected.images = read;
     return selected;
   }
-  AttentionMemory selected{rows_of(keys, read),           rows_of(values, read),
-                           rows_of(mask, rows),           nullptr,
-                           rows_of(previous_alpha, rows), beams};
-  selected.keys_t = rows_of(keys_t, read);
+  AttentionMemory selected = copied(read, rows, beams);
   if (shared_keys) selected.shared_keys = std::make_shared<TimeSharedTensor>(selected.keys);
   return selected;
 }

@@ -97,6 +97,9 @@ void validate(const AttentionOptions& options);
 
 // Rows `index` of x (undefined stays undefined): how the decoders' states select their rows.
 torch::Tensor rows_of(const torch::Tensor& x, const torch::Tensor& index);
+// The rows of a memory that images `chosen` (positions among those of `images`) read, where the
+// images already read rows `images` of it (undefined: every row, in order).
+torch::Tensor rows_read(const torch::Tensor& images, const torch::Tensor& chosen);
 
 // The encoder-side part of attention, computed once per image and reused at every step and beam.
 struct AttentionMemory {
@@ -130,12 +133,15 @@ struct AttentionMemory {
   // Rows `index` [B'] of every member, in that order, one image's copy per row (beams = 1).
   AttentionMemory index_select(const torch::Tensor& index) const;
   // Images `images` [B'] and their rows `rows` [B' beams], in that order: the beams keep sharing
-  // their image's keys and values (a row count other than B' beams is refused). Where the CPU kernels read
-  // them, they are not copied: the selection reads them through `images`.
+  // their image's keys and values (a row count other than B' beams is refused). Where the CPU
+  // kernels read them, they are not copied: the selection reads them through `images`.
   AttentionMemory select_images(const torch::Tensor& images, const torch::Tensor& rows) const;
   // The first n rows of every member, as views (the active prefix of a length-sorted batch);
   // beams = 1 only.
   AttentionMemory head(int64_t n) const;
+  // A copy: keys, values and keys_t at rows `read` of theirs, mask and previous_alpha at `rows`,
+  // `beams` rows per image; shared_keys not carried (the keys are new tensors).
+  AttentionMemory copied(const torch::Tensor& read, const torch::Tensor& rows, int64_t beams) const;
 };
 
 // The output of one attention step.

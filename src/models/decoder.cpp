@@ -184,7 +184,7 @@ DecoderState DecoderState::select_images(const torch::Tensor& images, int64_t be
     selected.memory = memory.beams == beams ? memory.select_images(images, rows) : memory.index_select(rows);
   if (grid_keys.empty()) return selected;
   const auto& chosen = grid_beams > 1 ? images : rows;
-  const auto read = grid_images.defined() ? grid_images.index_select(0, chosen) : chosen;
+  const auto read = rows_read(grid_images, chosen);
   if (kernels_read_in_place(grid_keys.front()) && kernels_read_in_place(grid_values.front())) {
     selected.grid_images = read;
   } else {
