@@ -34,23 +34,15 @@ std::string format_score(double value) {
   return text;
 }
 
-}  // namespace
-
-int run_score(const Job& job) {
-  const Invocation& invocation = *job.invocation;
-  const auto references_path = input_file(invocation, "--references");
-  const auto results_path = input_file(invocation, "--results");
-  auto references = read_reference_captions(references_path);
-  auto results = read_result_captions(results_path);
-  std::filesystem::path against_path;
-  std::map<std::string, std::string> against;
-  if (invocation.has_flag("--against")) {
-    against_path = input_file(invocation, "--against");
-    against = read_result_captions(against_path);
-  }
-
-  // coco-caption scores exactly the images present on both sides; a mismatch usually means the
-  // wrong split or file, so it takes --allow-partial to score the intersection.
+// coco-caption scores exactly the images present on both sides; a mismatch usually means the
+// wrong split or file, so it takes `allow_partial` to score the intersection (both maps keep only
+// the images in both).
+void keep_images_in_both(
+    std::map<std::string, std::vector<std::string>>& references,
+    std::map<std::string, std::string>& results,
+    const std::filesystem::path& references_path,
+    const std::filesystem::path& results_path,
+    bool allow_partial) {
   std::vector<std::string> without_references;
   std::vector<std::string> without_result;
   for (const auto& entry : results) {
@@ -70,7 +62,7 @@ int run_score(const Job& job) {
       mismatch += std::string(mismatch.empty() ? "" : ", and ") + references_path.string() + " has " +
                   count_with_examples(without_result) + " images with no result";
     }
-    if (!invocation.has_flag("--allow-partial")) {
+    if (!allow_partial) {
       throw std::invalid_argument(
           mismatch + "; pass --allow-partial to score the " + std::to_string(common) + " images in both");
     }
@@ -80,6 +72,41 @@ int run_score(const Job& job) {
     for (const auto& id : without_references) results.erase(id);
     for (const auto& id : without_result) references.erase(id);
   }
+}
+
+// One line per metric (METEOR as unavailable, with the reason).
+void print_scores(const CaptionScores& scores) {
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"BLEU-1", format_score(scores.bleu[0])},
+      {"BLEU-2", format_score(scores.bleu[1])},
+      {"BLEU-3", format_score(scores.bleu[2])},
+      {"BLEU-4", format_score(scores.bleu[3])},
+      {"METEOR",
+       scores.meteor ? format_score(*scores.meteor) : "unavailable (" + scores.meteor_unavailable + ")"},
+      {"ROUGE-L", format_score(scores.rouge_l)},
+      {"CIDEr-D", format_score(scores.cider_d)},
+  };
+  for (const auto& [metric, value] : rows)
+    std::cout << metric << std::string(9 - metric.size(), ' ') << value << "\n";
+}
+
+}  // namespace
+
+int run_score(const Job& job) {
+  const Invocation& invocation = *job.invocation;
+  const auto references_path = input_file(invocation, "--references");
+  const auto results_path = input_file(invocation, "--results");
+  auto references = read_reference_captions(references_path);
+  auto results = read_result_captions(results_path);
+  std::filesystem::path against_path;
+  std::map<std::string, std::string> against;
+  if (invocation.has_flag("--against")) {
+    against_path = input_file(invocation, "--against");
+    against = read_result_captions(against_path);
+  }
+
+  keep_images_in_both(
+      references, results, references_path, results_path, invocation.has_flag("--allow-partial"));
 
   const ScoreOptions options = score_options_from(job.composition.config);
   const CaptionScores scores = score_captions(references, results, options);
@@ -109,18 +136,7 @@ int run_score(const Job& job) {
     return 0;
   }
   std::cout << images;
-  const std::vector<std::pair<std::string, std::string>> rows = {
-      {"BLEU-1", format_score(scores.bleu[0])},
-      {"BLEU-2", format_score(scores.bleu[1])},
-      {"BLEU-3", format_score(scores.bleu[2])},
-      {"BLEU-4", format_score(scores.bleu[3])},
-      {"METEOR",
-       scores.meteor ? format_score(*scores.meteor) : "unavailable (" + scores.meteor_unavailable + ")"},
-      {"ROUGE-L", format_score(scores.rouge_l)},
-      {"CIDEr-D", format_score(scores.cider_d)},
-  };
-  for (const auto& [metric, value] : rows)
-    std::cout << metric << std::string(9 - metric.size(), ' ') << value << "\n";
+  print_scores(scores);
   return 0;
 }
 
