@@ -108,6 +108,7 @@ ImageRecord read_karpathy_image(
     }
     if (caption.words.empty()) {
       empty_captions.add(where + ": " + at_index("sentences", j) + " of " + record.path.string());
+      record.wordless_references.push_back(std::move(caption.raw));
     } else {
       record.captions.push_back(std::move(caption));
     }
@@ -268,6 +269,7 @@ CaptionCorpus read_coco_captions(
       caption.words = tokenize(caption.raw);
       if (caption.words.empty()) {
         empty_captions.add(at_index("annotations", a) + " of image " + std::to_string(image_id));
+        records[it->second].wordless_references.push_back(std::move(caption.raw));
         continue;
       }
       records[it->second].captions.push_back(std::move(caption));
@@ -297,6 +299,17 @@ CaptionCorpus read_coco_captions(
   if (unknown > 0)
     log::warn() << split_list.string() << ": " << unknown << " entries name images not in the captions files";
   return corpus;
+}
+
+std::string scored_text(const Caption& caption) {
+  return caption.raw.empty() ? join_words(caption.words) : caption.raw;
+}
+
+std::vector<std::string> scored_references(const ImageRecord& image) {
+  std::vector<std::string> references;
+  for (const Caption& caption : image.captions) references.push_back(scored_text(caption));
+  references.insert(references.end(), image.wordless_references.begin(), image.wordless_references.end());
+  return references;
 }
 
 std::vector<ImageRecord> select_splits(const CaptionCorpus& corpus, const std::vector<std::string>& splits) {

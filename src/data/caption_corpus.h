@@ -32,12 +32,24 @@ struct Caption {
   std::vector<std::string> words;  // the Karpathy `tokens` when present, else tokenize(raw)
 };
 
+// The text a caption is scored by, as coco-caption reads captions: the raw text, which its
+// tokenizer splits (so "man's" is "man 's", not the Karpathy token "mans"), or the words joined
+// by spaces where the file gave no raw text.
+std::string scored_text(const Caption& caption);
+
 struct ImageRecord {
   std::string image_id;           // evaluation id: `cocoid` (COCO), else `imgid`, else the file name
   std::filesystem::path path;     // the image file
   std::string split;              // the file's label: "train", "val", "test", "restval", ...
-  std::vector<Caption> captions;  // every reference caption, in file order; never empty
+  std::vector<Caption> captions;  // every reference caption with words, in file order; never empty
+  // The raw text of the captions without words ("."), left out of `captions` but, as in
+  // coco-caption, still references to score against.
+  std::vector<std::string> wordless_references;
 };
+
+// Every reference an image's caption is scored against: scored_text of each caption, then the
+// wordless ones.
+std::vector<std::string> scored_references(const ImageRecord& image);
 
 struct CaptionCorpus {
   std::string name;                 // the file's "dataset" field, or the file name
@@ -45,8 +57,9 @@ struct CaptionCorpus {
   std::vector<ImageRecord> images;  // in file order
 };
 
-// Reads a Karpathy split file. Empty captions (no words) are left out with a warning naming
-// the image; an image left with no caption is left out the same way.
+// Reads a Karpathy split file. Empty captions (no words) are left out of training with a warning
+// naming the image (they stay wordless references); an image left with no caption is left out
+// the same way.
 CaptionCorpus read_karpathy_split(
     const std::filesystem::path& split_file, const std::filesystem::path& images_dir);
 

@@ -83,6 +83,7 @@ Sample CaptionDataset::get(int64_t index) const {
   sample.tokens.assign(tokens_.begin() + offsets_[index], tokens_.begin() + offsets_[index + 1]);
   sample.references.reserve(record.captions.size());
   for (const auto& caption : record.captions) sample.references.push_back(caption.words);
+  sample.scored_references = scored_references(record);
   return sample;
 }
 

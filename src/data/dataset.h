@@ -42,6 +42,9 @@ struct Sample {
   // Every reference caption of the image, as words: never truncated, rare words not replaced
   // by <unk> (scores must be computed against the true references).
   std::vector<std::vector<std::string>> references;
+  // What a caption of the image is scored against (scored_references in caption_corpus.h): the
+  // references' raw text, for coco-caption's tokenizer.
+  std::vector<std::string> scored_references;
 };
 
 class Dataset {

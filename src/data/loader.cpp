@@ -102,6 +102,7 @@ Batch collate(std::vector<Sample> samples, const ImageOptions& image, bool share
     lengths[b] = static_cast<int64_t>(sample.tokens.size());
     batch.image_ids.push_back(std::move(sample.image_id));
     batch.references.push_back(std::move(sample.references));
+    batch.scored_references.push_back(std::move(sample.scored_references));
     batch.indices.push_back(sample.index);
   }
   batch.images = normalize_images(

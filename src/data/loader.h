@@ -76,6 +76,7 @@ struct Batch {
   torch::Tensor lengths;               // int64 [B]: tokens per row, <start> and <end> included
   std::vector<std::string> image_ids;  // [B] evaluation ids
   std::vector<std::vector<std::vector<std::string>>> references;  // [B] all references, as words
+  std::vector<std::vector<std::string>> scored_references;        // [B] Sample::scored_references
   std::vector<int64_t> indices;                                   // [B] dataset indices
   int64_t size() const { return static_cast<int64_t>(indices.size()); }
 };

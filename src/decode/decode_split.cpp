@@ -194,7 +194,7 @@ DecodedSplit decode_split(
       image.position = position++;
       image.image_id = batch->image_ids[b];
       image.words = vocabulary.decode(captions[b].tokens);
-      for (const auto& reference : batch->references[b]) image.references.push_back(join_words(reference));
+      image.references = batch->scored_references[b];
       for (const DecodedCaption& alternative : captions[b].n_best)
         image.n_best.push_back({join_words(vocabulary.decode(alternative.tokens)), alternative.log_prob});
       if (options.shapes_world != nullptr) image.alphas = captions[b].alphas;

@@ -5,11 +5,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 
 #include "eval/shapes_metrics.h"
+#include "io/json.h"
 #include "test_util.h"
 
 namespace saccade::testing {
@@ -192,6 +194,59 @@ TEST_F(EvalTest, AgainstTheResultsItReplaces) {
       << sweep.err;
   const YAML::Node scores = YAML::LoadFile((run_ / "results/test_scores.json").string());
   EXPECT_EQ(scores["search"].as<std::string>(), "greedy");  // the refused runs wrote nothing
+}
+
+// The metrics `saccade score` prints ("BLEU-1   0.100000"), by name.
+std::map<std::string, double> printed_metrics(const std::string& printout) {
+  std::istringstream lines(printout);
+  std::map<std::string, double> metrics;
+  std::string name;
+  double value = 0;
+  while (lines >> name) {
+    if (name.rfind("BLEU-", 0) == 0 || name == "ROUGE-L" || name == "CIDEr-D") {
+      if (lines >> value) metrics[name] = value;
+    }
+    lines.clear();
+  }
+  return metrics;
+}
+
+// eval scores the candidates against the references' raw text, as coco-caption does and as
+// `saccade score` does given the same split file: here the test references' raw text says more
+// than their tokens ("It's small." is "it 's small" to coco-caption's tokenizer).
+TEST_F(EvalTest, ScoresAgainstTheRawTextAsScoreDoes) {
+  const auto shapes = work_->path() / "datasets/shapes_smoke";
+  const auto member = [](Json& object, const std::string& key) -> Json& {
+    for (auto& [name, value] : object.as_object()) {
+      if (name == key) return value;
+    }
+    throw std::invalid_argument("no member " + key);
+  };
+  Json split = read_json_file(shapes / "dataset_shapes.json");
+  for (Json& image : member(split, "images").as_array()) {
+    if (image.at("split").as_string() != "test") continue;
+    for (Json& sentence : member(image, "sentences").as_array())
+      sentence.set("raw", sentence.at("raw").as_string() + " It's small.");
+  }
+  const auto edited = work_->path() / "edited_split.json";
+  write_json_file(edited, split);
+  const auto evaluated = eval(
+      {"decode.beam_size=1", "dataset.kind=karpathy", "dataset.split_file=" + edited.string(),
+       "dataset.images_dir=" + shapes.string()});
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
+  const auto scored = run_saccade(
+      {"score", "--references", edited.string(), "--results", (run_ / "results/test.json").string(),
+       "--allow-partial"},
+      work_->path());
+  ASSERT_EQ(scored.exit_code, 0) << scored.err;
+  const std::map<std::string, double> printed = printed_metrics(scored.out);
+  ASSERT_EQ(printed.size(), 6u) << scored.out;
+  const YAML::Node corpus = YAML::LoadFile((run_ / "results/test_scores.json").string())["corpus"];
+  const std::map<std::string, std::string> keys = {{"BLEU-1", "bleu1"},    {"BLEU-2", "bleu2"},
+                                                   {"BLEU-3", "bleu3"},    {"BLEU-4", "bleu4"},
+                                                   {"ROUGE-L", "rouge_l"}, {"CIDEr-D", "cider_d"}};
+  for (const auto& [name, key] : keys)
+    EXPECT_NEAR(printed.at(name), corpus[key].as<double>(), 5e-7) << name << "\n" << scored.out;
 }
 
 // decode.n_best puts each image's best captions beside the chosen one, best first.

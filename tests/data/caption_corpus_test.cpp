@@ -168,6 +168,20 @@ TEST(KarpathySplit, EmptyCaptionsAndCaptionlessImagesAreLeftOutNotFatal) {
   ASSERT_EQ(corpus.images.size(), 1u);  // b and c have no usable caption left
   ASSERT_EQ(corpus.images[0].captions.size(), 1u);
   EXPECT_EQ(corpus.images[0].captions[0].words, Words{"ok"});
+  // coco-caption scores against every reference: the wordless ones stay references.
+  EXPECT_EQ(scored_references(corpus.images[0]), (Words{"ok", "", " .. "}));
+}
+
+// A caption is scored by its raw text (coco-caption's tokenizer makes "man 's" of "man's"),
+// by its tokens joined where the file has no raw text.
+TEST(KarpathySplit, ReferencesAreScoredByTheirRawText) {
+  TempDir dir;
+  write_file(dir / "split.json", R"({"images": [
+    {"filename": "a.jpg", "split": "test", "imgid": 0, "sentences": [
+      {"tokens": ["a", "mans", "tshirt"], "raw": "A man's T-shirt."}, {"tokens": ["a", "shirt"]}]}]})");
+  const CaptionCorpus corpus = read_karpathy_split(dir / "split.json", dir.path());
+  ASSERT_EQ(corpus.images.size(), 1u);
+  EXPECT_EQ(scored_references(corpus.images[0]), (Words{"A man's T-shirt.", "a shirt"}));
 }
 
 TEST(CocoCaptions, MapsImagesAnnotationsAndTheSplitList) {
@@ -203,6 +217,7 @@ TEST(CocoCaptions, MapsImagesAnnotationsAndTheSplitList) {
   EXPECT_EQ(corpus.images[2].path, dir / "val2014" / "COCO_val2014_000000000042.jpg");
   EXPECT_EQ(corpus.images[2].split, "test");
   EXPECT_EQ(corpus.images[2].captions[0].words, (Words{"a", "red", "bus"}));
+  EXPECT_EQ(scored_references(corpus.images[2]), Words{"A  RED  bus."});
 }
 
 TEST(CocoCaptions, BadInputNamesFileAndEntry) {
