@@ -46,6 +46,8 @@ T scalar_as(const YAML::Node& value, const std::string& key) {
   if (config_detail::is_missing(value)) throw ConfigError("Missing mandatory value: " + key);
   const bool scalar = value.IsScalar();
   const std::string text = scalar ? value.Scalar() : "";
+  // A string converts by Python's rules, a YAML number by YAML's (octal 017, 0x10, 1_000).
+  const bool string = scalar && config_detail::scalar_kind(value) == config_detail::ScalarKind::kString;
   if constexpr (std::is_same_v<T, bool>) {
     const auto parsed = config_detail::parse_bool(text);
     if (!scalar || !parsed) type_error(key, "a boolean", value);
@@ -54,14 +56,14 @@ T scalar_as(const YAML::Node& value, const std::string& key) {
     if (!scalar) type_error(key, "a string", value);
     return config_detail::scalar_text(value);
   } else if constexpr (std::is_integral_v<T>) {
-    const auto parsed = config_detail::parse_int(text);
+    const auto parsed = string ? config_detail::python_int(text) : config_detail::parse_int(text);
     if (!scalar || !parsed || *parsed < std::numeric_limits<T>::min() ||
         *parsed > std::numeric_limits<T>::max()) {
       type_error(key, "an integer", value);
     }
     return static_cast<T>(*parsed);
   } else {
-    const auto parsed = config_detail::parse_float(text);
+    const auto parsed = string ? config_detail::python_float(text) : config_detail::parse_float(text);
     if (!scalar || !parsed) type_error(key, "a number", value);
     // No setting takes an infinity, a NaN or a subnormal (which arithmetic and the text formats
     // of the logs handle badly): refused here, once for every key.

@@ -312,6 +312,39 @@ std::optional<double> parse_float(const std::string& text) {
   return value;
 }
 
+std::optional<long long> python_int(const std::string& text) {
+  static const std::regex re("\\s*[+-]?[0-9](_?[0-9])*\\s*");
+  if (!std::regex_match(text, re)) return std::nullopt;
+  std::string digits;
+  for (const char c : text) {
+    if (c != '_' && c != '+' && !std::isspace(static_cast<unsigned char>(c))) digits += c;
+  }
+  long long value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(digits.data(), end, value);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+std::optional<double> python_float(const std::string& text) {
+  if (!python_parses_as_number(text)) return std::nullopt;
+  std::string word;
+  for (const char c : lower(text)) {
+    if (c != '_' && !std::isspace(static_cast<unsigned char>(c))) word += c;
+  }
+  const bool negative = word[0] == '-';
+  if (word[0] == '-' || word[0] == '+') word.erase(0, 1);
+  if (word == "inf" || word == "infinity") return negative ? -INFINITY : INFINITY;
+  if (word == "nan") return NAN;
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (ptr != word.data() + word.size() || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    return std::nullopt;
+  // Beyond the doubles Python gives +-inf, or 0 below the subnormals: strtod's saturated result.
+  if (ec == std::errc::result_out_of_range) value = std::strtod(word.c_str(), nullptr);
+  return negative ? -value : value;
+}
+
 std::string format_float(double value, bool yaml_style) {
   if (std::isnan(value)) return yaml_style ? ".nan" : "nan";
   if (std::isinf(value)) {

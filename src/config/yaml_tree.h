@@ -40,6 +40,12 @@ YAML::Node string_node(const std::string& text);
 std::optional<bool> parse_bool(const std::string& text);
 std::optional<long long> parse_int(const std::string& text);
 std::optional<double> parse_float(const std::string& text);
+// Python's int() and float() of a string, as OmegaConf's typed nodes convert string values (a
+// quoted value, or command-line text the override grammar leaves a string): "010" is 10, not
+// YAML's octal 8, and "0x10" and "1:30" are not numbers. Surrounding whitespace and underscores
+// between digits are allowed, as Python allows them.
+std::optional<long long> python_int(const std::string& text);
+std::optional<double> python_float(const std::string& text);
 
 // Python's repr() of a float ("0.001", "1e-05", "inf"); with yaml_style, PyYAML's spelling
 // ("1.0e-05", ".inf", ".nan").

@@ -141,6 +141,30 @@ TEST(OverrideValues, GrammarTypes) {
   EXPECT_EQ(c.config.get<int>("u"), 1000);
 }
 
+// Text the grammar leaves a string converts as OmegaConf converts a string: by Python's int()
+// and float() ("010" is 10, not YAML's octal 8; hex and base 60 are no numbers), where a YAML
+// file's plain 010 and 0x10 are YAML 1.1 integers.
+TEST(OverrideValues, StringsConvertByPythonsRules) {
+  testing::TempDir dir;
+  testing::write_file(dir / "config.yaml", "octal: 010\nhex: 0x10\n");
+  const Composition c = saccade::compose(
+      {dir.path(),
+       "config",
+       {"+leading=010", "+long=0200000000", "+quoted=' 1_0 '", "+real='010.5'", "+x=0x10", "+clock=9:00",
+        "+under='1__0'"}});
+  EXPECT_EQ(c.config.get<int>("octal"), 8);
+  EXPECT_EQ(c.config.get<int>("hex"), 16);
+  EXPECT_EQ(c.config.get<int>("leading"), 10);
+  EXPECT_EQ(c.config.get<int>("long"), 200000000);
+  EXPECT_EQ(c.config.get<int>("quoted"), 10);
+  EXPECT_DOUBLE_EQ(c.config.get<double>("leading"), 10.0);
+  EXPECT_DOUBLE_EQ(c.config.get<double>("real"), 10.5);
+  EXPECT_CONFIG_ERROR(c.config.get<int>("x"), "x: expected an integer, got '0x10'");
+  EXPECT_CONFIG_ERROR(c.config.get<double>("x"), "x: expected a number, got '0x10'");
+  EXPECT_CONFIG_ERROR(c.config.get<int>("clock"), "clock: expected an integer, got '9:00'");
+  EXPECT_CONFIG_ERROR(c.config.get<int>("under"), "under: expected an integer, got '1__0'");
+}
+
 TEST(OverrideValues, FloatSpellings) {
   testing::TempDir dir;
   testing::write_file(dir / "config.yaml", "");
