@@ -68,6 +68,18 @@ void pack_rows(const XSource* x, int64_t rows, int64_t K, int64_t steps, X* pack
   }
 }
 
+// The cache lines of the memory after a slice (the next slice or panel) that one block of rows
+// asks for into L2 while it multiplies the slice, `per_step` lines a step of k. The panels are
+// read in memory order, but each slice is a short stream that the hardware prefetcher starts
+// late, and in training the panels come from memory: every step's attention reads evict them.
+// The blocks of a chunk share the next slice's lines: one block asking for all of them needed
+// them at the rate of the whole chunk's use, as fast as L3 delivers on two cores.
+struct PrefetchShare {
+  const char* from = nullptr;
+  int64_t lines = 0;
+  int64_t per_step = 0;
+};
+
 // y[r, 0:columns] (+)= sum_k x[k][r] w[k][0:columns] over `depth` steps of k, for the rows r
 // of x a kernel takes, from x packed [depth][kBlockRows] and a panel slice w [depth][kPanelWidth]
 // (float, or uint16_t for bf16 weights widened as they load). For bf16 dot products a step is a
@@ -83,18 +95,13 @@ struct PanelProduct {
   int64_t columns;    // of y to write: 1 .. kPanelWidth
   bool accumulate;    // add to what y holds (the earlier passes over K)
   const float* bias;  // [columns], added when not null (the last pass only)
-  bool prefetch;      // ask for the memory after the slice (the next slice or panel) into L2
+  PrefetchShare prefetch;
 };
 
-// Step k's row of the slice that follows this one (`depth` steps on; `values` Weights a row):
-// into L2 while this slice is multiplied. The panels are read in memory order, but each slice of
-// a panel is a short stream that the hardware prefetcher starts late, and in training the
-// panels come from memory: every step's attention reads evict them.
-template <typename Weight>
-SACCADE_INLINE void prefetch_next_slice(const Weight* w, int64_t k, int64_t depth, int64_t values) {
-  const char* row = reinterpret_cast<const char*>(w + (k + depth) * values);
-  for (int64_t byte = 0; byte < values * static_cast<int64_t>(sizeof(Weight)); byte += 64)
-    __builtin_prefetch(row + byte, 0, 2);
+// Asks for the share's lines due at step k into L2.
+SACCADE_INLINE void prefetch_lines(const PrefetchShare& share, int64_t k) {
+  for (int64_t line = k * share.per_step; line < std::min(share.lines, (k + 1) * share.per_step); ++line)
+    __builtin_prefetch(share.from + line * 64, 0, 2);
 }
 
 // Writes rows r < R of the block's sums acc[r][0 and 1] (two vectors of W columns) to y: added
@@ -138,7 +145,7 @@ SACCADE_INLINE void panel_block(const PanelProduct<Weight>& product) {
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = V{};
   for (int64_t k = 0; k < depth; ++k) {
-    if (prefetch) prefetch_next_slice(w, k, depth, kPanelWidth);
+    prefetch_lines(prefetch, k);
     const V w0 = load_floats<W>(w + k * kPanelWidth), w1 = load_floats<W>(w + k * kPanelWidth + W);
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
@@ -161,10 +168,10 @@ SACCADE_INLINE void panel_kernel(const PanelProduct<Weight>& product) {
     part.y += offset;
     part.columns = std::min<int64_t>(2 * W, product.columns - offset);
     if (part.bias != nullptr) part.bias += offset;
-    part.prefetch = product.prefetch && offset == 0;  // the whole row of the slice after
+    if (offset > 0) part.prefetch = {};  // the first part asks for the whole share
     panel_block<W, kFirst>(part);
     if constexpr (R > MaxRows) {
-      part.prefetch = false;
+      part.prefetch = {};
       part.x += MaxRows;
       part.y += MaxRows * part.y_stride;
       panel_block<W, R - MaxRows>(part);
@@ -188,7 +195,7 @@ __attribute__((target("avx512f,avx512bf16,fma"))) void panel_kernel_bf16_dot(
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < depth; ++k) {
-    if (prefetch) prefetch_next_slice(w, k, depth, 2 * kPanelWidth);
+    prefetch_lines(prefetch, k);
     const uint16_t* pairs = w + k * kPanelWidth * 2;
     const auto w0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(pairs));
     const auto w1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(pairs + kPanelWidth));
@@ -458,17 +465,17 @@ void PackedWeight::multiply(
       for (int64_t step = 0; step < steps; step += kDepth) {
         const int64_t depth = std::min(kDepth, steps - step);
         const float* bias = b_data != nullptr && step + depth == steps ? b_data + column : nullptr;
+        const Weight* slice = w_data + (panel * steps + step) * w_step;
+        const int64_t slice_lines = (depth * w_step * static_cast<int64_t>(sizeof(Weight)) + 63) / 64;
+        const int64_t block_lines = (slice_lines + blocks - 1) / blocks;
         for (int64_t block = 0; block < blocks; ++block) {
-          const PanelProduct<Weight, X> product{
-              depth,
-              packed_x + (block * steps + step) * kBlockRows,
-              w_data + (panel * steps + step) * w_step,
-              y_data + (chunk + block * kBlockRows) * N + column,
-              N,
-              columns,
-              step > 0,
-              bias,
-              block == 0};
+          const PrefetchShare prefetch{
+              reinterpret_cast<const char*>(slice + depth * w_step) + block * block_lines * 64,
+              std::min(block_lines, slice_lines - block * block_lines), (block_lines + depth - 1) / depth};
+          const X* x_block = packed_x + (block * steps + step) * kBlockRows;
+          float* y_block = y_data + (chunk + block * kBlockRows) * N + column;
+          const PanelProduct<Weight, X> product{depth,   x_block,  slice, y_block, N,
+                                                columns, step > 0, bias,  prefetch};
           panel_kernel_for<Weight, X>(isa, std::min(kBlockRows, chunk_rows - block * kBlockRows))(product);
         }
       }
