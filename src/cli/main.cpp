@@ -166,13 +166,17 @@ Parsed parse_arguments(int argc, char** argv) {
           "Unexpected argument '" + token + "' for 'saccade " + command.name + "'. " + usage_line(command));
     }
   }
+  // As Hydra: a printout is of one composition, not of a sweep's jobs.
+  if (invocation.multirun &&
+      (parsed.action == Action::print_config || parsed.action == Action::print_defaults))
+    throw ConfigError("Only one of -m, --cfg and --info can be given");
   return parsed;
 }
 
 void print_defaults(const Composition& composition) {
   std::cout << "Defaults List\n*************\n";
   for (const auto& entry : composition.defaults) {
-    std::cout << "| " << (entry.is_self ? entry.parent + " (_self_)" : entry.config_path)
+    std::cout << "| " << entry.config_path << (entry.is_self ? " (_self_)" : "")
               << " | package: " << (entry.package.empty() ? "<root>" : entry.package)
               << " | parent: " << (entry.parent.empty() ? "-" : entry.parent) << " |\n";
   }

@@ -85,7 +85,7 @@ struct DefaultsEntry {
   std::string config_path;  // "dataset/shapes", or "config" for the primary config
   std::string package;      // where its content lands: "dataset", "" for the root
   std::string parent;       // the config that listed it ("" for the primary config)
-  bool is_self = false;     // the `_self_` entry of `parent`
+  bool is_self = false;     // where config_path's own content lands (its `_self_`)
 };
 
 struct ComposeRequest {

@@ -32,6 +32,7 @@ std::vector<std::vector<std::string>> expand_sweeps(const std::vector<std::strin
       alternatives.push_back(text);
     } else {
       for (const auto& value : parsed.sweep_values) alternatives.push_back(key + "=" + value);
+      if (alternatives.empty()) throw ConfigError("The sweep '" + text + "' has no values: no job would run");
     }
     auto axis = axes.begin();
     while (axis != axes.end() && axis->first != key) ++axis;

@@ -175,6 +175,29 @@ TEST(Cli, InfoDefaultsListsTheFinalDefaults) {
   ASSERT_NE(dataset, std::string::npos) << result.out;
   ASSERT_NE(experiment, std::string::npos) << result.out;
   EXPECT_LT(dataset, experiment);
+  // Each _self_ row names the config whose own content it places.
+  EXPECT_NE(result.out.find("| config (_self_) | package: <root> | parent: - |"), std::string::npos)
+      << result.out;
+  const auto nested = run_saccade({"train", "--info", "defaults", "experiment=shapes_hard"});
+  ASSERT_EQ(nested.exit_code, 0) << nested.err;
+  EXPECT_NE(
+      nested.out.find("| decoder/soft | package: decoder | parent: decoder/hard |\n"
+                      "| decoder/hard (_self_) | package: decoder | parent: config |\n"),
+      std::string::npos)
+      << nested.out;
+}
+
+// A printout is of one composition: not of a sweep (as Hydra refuses it), nor of none.
+TEST(Cli, SweepsAreNotPrintedAndAnEmptySweepIsRefused) {
+  for (const char* print : {"--cfg", "--info"}) {
+    const auto result = run_saccade({"train", "-m", print, "seed=1,2"});
+    EXPECT_EQ(result.exit_code, 2) << print << result.out;
+    EXPECT_EQ(result.err, "saccade: error: Only one of -m, --cfg and --info can be given\n") << result.err;
+  }
+  const auto empty = run_saccade({"train", "-m", "seed=range(0,0)"});
+  EXPECT_EQ(empty.exit_code, 2) << empty.out;
+  EXPECT_EQ(empty.err, "saccade: error: The sweep 'seed=range(0,0)' has no values: no job would run\n")
+      << empty.err;
 }
 
 TEST(Cli, OverrideOfUnknownKeyNamesNearestKey) {
