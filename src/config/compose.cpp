@@ -28,15 +28,21 @@ YAML::Node embed(const YAML::Node& content, const std::string& package) {
 }
 
 // OmegaConf.update(cfg, key, value, merge=True) on a root in struct mode. Without force_add
-// (a plain `a.b=v`) no key may be added; returns false where struct mode forbids the change.
+// (a plain `a.b=v`) no key may be added; returns false where struct mode forbids the change, or
+// where the key names no item of a list (a list takes no new items by index).
 bool update(YAML::Node& root, const std::vector<std::string>& path, const YAML::Node& value, bool force_add) {
   YAML::Node node(root);
   for (size_t i = 0; i + 1 < path.size(); ++i) {
     YAML::Node child = config_detail::find_child(node, path[i]);
     if (!child || !(child.IsMap() || child.IsSequence())) {
-      // A missing or non-container step becomes an empty mapping, which only force-add may fill.
-      if (!force_add || !node.IsMap()) return false;
-      node[path[i]] = YAML::Node(YAML::NodeType::Map);
+      // A missing or non-container step becomes an empty mapping, which only force-add may fill
+      // (in a list, only in place of an item it has).
+      if (!force_add || !(node.IsMap() || (node.IsSequence() && child))) return false;
+      if (node.IsMap()) {
+        node[path[i]] = YAML::Node(YAML::NodeType::Map);
+      } else {
+        node[std::stoul(path[i])] = YAML::Node(YAML::NodeType::Map);
+      }
       child.reset(config_detail::find_child(node, path[i]));
     }
     node.reset(child);
@@ -104,10 +110,13 @@ void apply_value_override(YAML::Node& root, const Override& parsed) {
             "'. Either remove + prefix: '" + parsed.input.substr(1) +
             "', or add a second + to add or override '" + parsed.key + "': '+" + parsed.input + "'");
       }
-      update(root, path, parsed.value, true);
-      return;
+      [[fallthrough]];
     case OverrideKind::kForceAdd:
-      update(root, path, parsed.value, true);
+      if (!update(root, path, parsed.value, true)) {
+        throw ConfigError(
+            "Error merging override " + parsed.input + ": '" + parsed.key +
+            "' names no item of its list (a list takes no new items by index)");
+      }
       return;
     case OverrideKind::kChange:
       if (!update(root, path, parsed.value, false)) {

@@ -67,6 +67,21 @@ TEST_F(OverridesTest, ForceAddAddsOrChanges) {
   EXPECT_EQ(c.config.get<int>("new.deep.key"), 1);
 }
 
+// A list's items are replaced by index, never added; a forced add may put a mapping in place of
+// an item, as OmegaConf.update does.
+TEST_F(OverridesTest, ListItemsAreReplacedNotAdded) {
+  EXPECT_THAT(compose({"++list.1=9"}).config.get<std::vector<int>>("list"), ElementsAre(1, 9));
+  EXPECT_EQ(compose({"+list.0.x=5"}).config.get<int>("list.0.x"), 5);
+  EXPECT_EQ(compose({"+list.0.x=5"}).config.get<int>("list.1"), 2);
+  for (const char* added : {"+list.5=9", "++list.5=9", "+list.x=1", "++list.2.x=1"}) {
+    const std::string key = std::string(added).substr(std::string(added).find_first_not_of('+'));
+    EXPECT_CONFIG_ERROR(
+        compose({added}), "Error merging override " + std::string(added) + ": '" +
+                              key.substr(0, key.find('=')) +
+                              "' names no item of its list (a list takes no new items by index)");
+  }
+}
+
 TEST_F(OverridesTest, DeleteChecksExistenceAndValue) {
   EXPECT_FALSE(compose({"~db.port"}).config.has("db.port"));
   EXPECT_FALSE(compose({"~db.port=3306"}).config.has("db.port"));
