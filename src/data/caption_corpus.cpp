@@ -126,24 +126,36 @@ const Json::Array& top_level_array(
 }
 
 // Tracks ids and files already seen so that an image listed twice is an error.
+// Images listed twice, by id or by file, in one file or across the captions files of a corpus
+// (2014 val and 2017 train hold the same images).
 class DuplicateCheck {
  public:
-  explicit DuplicateCheck(std::filesystem::path file) : file_(std::move(file)) {}
-  void add(const std::string& id, const std::filesystem::path& path, const std::string& where) {
-    const auto by_id = ids_.emplace(id, where);
+  void add(
+      const std::string& id,
+      const std::filesystem::path& image,
+      const std::filesystem::path& file,
+      const std::string& where) {
+    const Entry entry{file, where};
+    const auto by_id = ids_.emplace(id, entry);
     if (!by_id.second)
-      entry_error(file_, where, "image id " + id + " is listed twice (also " + by_id.first->second + ")");
-    const auto by_path = paths_.emplace(path.string(), where);
-    if (!by_path.second) {
+      entry_error(file, where, "image id " + id + " is listed twice" + also(by_id.first->second, file));
+    const auto by_path = paths_.emplace(image.string(), entry);
+    if (!by_path.second)
       entry_error(
-          file_, where, "image " + path.string() + " is listed twice (also " + by_path.first->second + ")");
-    }
+          file, where, "image " + image.string() + " is listed twice" + also(by_path.first->second, file));
   }
 
  private:
-  std::filesystem::path file_;
-  std::unordered_map<std::string, std::string> ids_;
-  std::unordered_map<std::string, std::string> paths_;
+  struct Entry {
+    std::filesystem::path file;
+    std::string where;
+  };
+  static std::string also(const Entry& first, const std::filesystem::path& file) {
+    return " (also " + (first.file == file ? "" : first.file.string() + ": ") + first.where + ")";
+  }
+
+  std::unordered_map<std::string, Entry> ids_;
+  std::unordered_map<std::string, Entry> paths_;
 };
 
 }  // namespace
@@ -158,7 +170,7 @@ CaptionCorpus read_karpathy_split(
 
   LeftOut empty_captions(split_file, "empty captions");
   LeftOut captionless_images(split_file, "images without captions");
-  DuplicateCheck duplicates(split_file);
+  DuplicateCheck duplicates;
   const Json::Array& images = top_level_array(document, "images", split_file);
   for (size_t i = 0; i < images.size(); ++i) {
     const std::string where = at_index("images", i);
@@ -168,7 +180,7 @@ CaptionCorpus read_karpathy_split(
     } catch (const std::invalid_argument& error) {
       entry_error(split_file, where, error.what());
     }
-    duplicates.add(record.image_id, record.path, where);
+    duplicates.add(record.image_id, record.path, split_file, where);
     if (record.captions.empty()) {
       captionless_images.add(where + " (" + record.path.string() + ")");
       continue;
@@ -226,12 +238,12 @@ CaptionCorpus read_coco_captions(
   corpus.source = captions_files.front();
   std::unordered_map<std::string, bool> listed_used;
   int64_t unlisted = 0;
+  DuplicateCheck duplicates;
   for (size_t f = 0; f < captions_files.size(); ++f) {
     const auto& file = captions_files[f];
     const Json document = read_json_file(file);
     const Json::Array& images = top_level_array(document, "images", file);
     const Json::Array& annotations = top_level_array(document, "annotations", file);
-    DuplicateCheck duplicates(file);
     std::vector<ImageRecord> records;
     std::unordered_map<int64_t, size_t> by_id;
     for (size_t i = 0; i < images.size(); ++i) {
@@ -246,7 +258,7 @@ CaptionCorpus read_coco_captions(
       } catch (const std::invalid_argument& error) {
         entry_error(file, at_index("images", i), error.what());
       }
-      duplicates.add(record.image_id, record.path, at_index("images", i));
+      duplicates.add(record.image_id, record.path, file, at_index("images", i));
       by_id.emplace(id, records.size());
       records.push_back(std::move(record));
     }

@@ -256,6 +256,20 @@ TEST(CocoCaptions, BadInputNamesFileAndEntry) {
       (dir / "splits.txt").string() + ":1: expected '<image id or file name> <split>', got '9 train extra'");
   EXPECT_EQ(
       error_of(valid, "9 train\n9 val\n"), (dir / "splits.txt").string() + ":2: image 9 is listed twice");
+  // An image in two captions files (2014 val and 2017 train overlap) would be trained and scored
+  // twice.
+  write_file(dir / "c.json", valid);
+  write_file(dir / "c2.json", valid);
+  write_file(dir / "splits.txt", "9 train\n");
+  try {
+    read_coco_captions({dir / "c.json", dir / "c2.json"}, {dir.path(), dir / "other"}, dir / "splits.txt");
+    ADD_FAILURE() << "an image in two captions files was read";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(
+        std::string(error.what()), (dir / "c2.json").string() +
+                                       ": images[0]: image id 9 is listed twice (also " + file +
+                                       ": images[0])");
+  }
   EXPECT_THROW(read_coco_captions({dir / "c.json"}, {dir.path()}, dir / "nope.txt"), std::runtime_error);
   EXPECT_THROW(read_coco_captions({dir / "c.json"}, {}, dir / "splits.txt"), std::invalid_argument);
 }
