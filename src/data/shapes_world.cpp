@@ -9,8 +9,10 @@
 #include <cstring>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+#include <set>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "data/parallel.h"
 #include "data/rng.h"
 #include "data/vocabulary.h"
@@ -629,6 +631,24 @@ void write_shapes_world(const ShapesWorldOptions& options, const std::filesystem
   write_json_file(root / kShapesManifestFile, manifest_json(options), 2);
 }
 
+namespace {
+
+// What `root` holds besides the world's own files and the image cache saccade keeps beside them
+// by default (dataset.cache_dir): what regenerating the world would delete.
+std::vector<std::string> foreign_entries(const std::filesystem::path& root) {
+  const std::set<std::string> ours = {
+      "images", "cache", kShapesSplitFile, kShapesTruthFile, kShapesManifestFile};
+  std::vector<std::string> foreign;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (ours.count(name) == 0) foreign.push_back(name);
+  }
+  std::sort(foreign.begin(), foreign.end());
+  return foreign;
+}
+
+}  // namespace
+
 bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesystem::path& root) {
   // Runs started together (a sweep, parallel tests) share the folder: one generates while the
   // others wait on a lock of the parent folder, then find the world complete.
@@ -642,6 +662,14 @@ bool ensure_shapes_world(const ShapesWorldOptions& options, const std::filesyste
       if (read_json_file(root / kShapesManifestFile) == expected) return false;
     } catch (const std::exception&) {
       // An unreadable manifest: regenerate below.
+    }
+    const std::vector<std::string> foreign = foreign_entries(root);
+    if (!foreign.empty()) {
+      throw std::invalid_argument(
+          root.string() +
+          " holds a shapes world made with other options and entries the generator did not write: " +
+          count_with_examples(foreign) +
+          "; regenerating the world would delete them: move them, or set dataset.root to another folder");
     }
     log::warn() << root.string()
                 << " holds a shapes world made with other options or generator; regenerating it";

@@ -279,6 +279,24 @@ TEST(ShapesWorld, EnsureGeneratesOnceRegeneratesOnChangeAndRefusesForeignFolders
   bigger.val_images = 6;
   EXPECT_TRUE(ensure_shapes_world(bigger, root));
   EXPECT_EQ(read_karpathy_split(root / kShapesSplitFile, root).images.size(), 22u);
+  // Regenerating deletes the world's own files and its image cache, nothing else.
+  write_file(root / "cache" / "train.bin", "stale");
+  write_file(root / "notes.txt", "mine");
+  try {
+    ensure_shapes_world(tiny_world(), root);
+    ADD_FAILURE() << "a world holding other files was regenerated";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(
+        std::string(error.what()),
+        root.string() +
+            " holds a shapes world made with other options and entries the generator did not write: 1 "
+            "(e.g. notes.txt); regenerating the world would delete them: move them, or set dataset.root "
+            "to another folder");
+  }
+  EXPECT_EQ(read_file(root / "notes.txt"), "mine");
+  std::filesystem::remove(root / "notes.txt");
+  EXPECT_TRUE(ensure_shapes_world(tiny_world(), root));
+  EXPECT_FALSE(std::filesystem::exists(root / "cache"));
 
   write_file(dir / "mine" / "thesis.txt", "do not delete");
   EXPECT_THROW(ensure_shapes_world(tiny_world(), dir / "mine"), std::invalid_argument);
