@@ -262,7 +262,25 @@ torch::Tensor resize_and_crop(const torch::Tensor& rgb, const ImageOptions& opti
 }
 
 torch::Tensor load_image(const std::filesystem::path& path, const ImageOptions& options) {
-  return resize_and_crop(decode_image(path, options.max_pixels), options);
+  const torch::Tensor rgb = decode_image(path, options.max_pixels);
+  // The whole image is resized before the crop (as torchvision's Resize and CenterCrop do), so a
+  // long strip would grow to more pixels than any image is allowed.
+  const int64_t height = rgb.size(0), width = rgb.size(1);
+  const int64_t long_side = options.keep_aspect
+                                ? std::max(height, width) * options.resize / std::min(height, width)
+                                : options.resize;
+  if (long_side > options.max_pixels / options.resize) {
+    throw BadImageError(
+        path,
+        "the image is " + std::to_string(width) + " x " + std::to_string(height) + " pixels: resized to " +
+            std::to_string(options.resize) + " on its shorter side it would be " + std::to_string(long_side) +
+            " long, more than data.max_pixels=" + std::to_string(options.max_pixels) + " pixels in all");
+  }
+  try {
+    return resize_and_crop(rgb, options);
+  } catch (const cv::Exception& error) {
+    throw BadImageError(path, "OpenCV could not resize it: " + error.err);
+  }
 }
 
 torch::Tensor normalize_images(const torch::Tensor& images, const ImageOptions& options) {

@@ -201,6 +201,28 @@ TEST(ImagePipeline, ImagesOfMoreThanMaxPixelsAreBadImages) {
       "the image is 4294967295 x 4294967295 pixels, more than data.max_pixels=100000000");
 }
 
+// An image is resized whole before the crop: a strip whose resized long side would exceed
+// data.max_pixels in all is a bad image named with its sizes, not an allocation failure.
+TEST(ImagePipeline, StripsTooLongToResizeAreBadImages) {
+  TempDir dir;
+  write_image(dir / "strip.png", pattern_image(2, 300));  // 300 wide, 2 high
+  ImageOptions options;
+  options.resize = 64;
+  options.crop = 64;
+  options.max_pixels = 64 * 9599;  // the strip resizes to 64 x 9600
+  try {
+    load_image(dir / "strip.png", options);
+    ADD_FAILURE() << "the strip was resized";
+  } catch (const BadImageError& error) {
+    EXPECT_EQ(
+        error.reason(),
+        "the image is 300 x 2 pixels: resized to 64 on its shorter side it would be 9600 long, more than "
+        "data.max_pixels=614336 pixels in all");
+  }
+  options.max_pixels = 64 * 9600;
+  EXPECT_EQ(load_image(dir / "strip.png", options).sizes(), (std::vector<int64_t>{64, 64, 3}));
+}
+
 TEST(ImagePipeline, BadFilesAreNamedWithTheReason) {
   TempDir dir;
   EXPECT_EQ(decode_reason(dir / "missing.jpg"), "the file does not exist");
