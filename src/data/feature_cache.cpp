@@ -147,6 +147,17 @@ torch::Tensor FeatureCache::batch(const std::vector<int64_t>& indices) const {
   torch::Tensor out =
       torch::empty({static_cast<int64_t>(indices.size()), grid_[0] * grid_[1], dim_});  // [B, L, D]
   for (size_t i = 0; i < indices.size(); ++i) out[static_cast<int64_t>(i)].copy_(get(indices[i]));
+  // A NaN or infinity from a damaged shard would train and score without a word (empty captions).
+  if (!torch::isfinite(out).all().item<bool>()) {
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (torch::isfinite(out[static_cast<int64_t>(i)]).all().item<bool>()) continue;
+      throw std::runtime_error(
+          "Feature cache shard '" +
+          (dir_ / shard_name(static_cast<size_t>(indices[i] / shard_size_))).string() +
+          "' holds a NaN or infinite value in the row of image " +
+          image_ids_[static_cast<size_t>(indices[i])] + "; extract the features again");
+    }
+  }
   return out;
 }
 

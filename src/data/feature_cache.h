@@ -86,7 +86,8 @@ class FeatureCache {
 
   // Row `index` as f16 [L, D], a view into the mapping. Throws std::out_of_range.
   torch::Tensor get(int64_t index) const;
-  // Rows `indices` as float32 [B, L, D].
+  // Rows `indices` as float32 [B, L, D]. A row holding a NaN or an infinity is a
+  // std::runtime_error naming the shard and the image.
   torch::Tensor batch(const std::vector<int64_t>& indices) const;
 
  private:

@@ -106,6 +106,16 @@ StateDictReport load_state_dict(
         report.problems() + ". HINT: check that the weights were exported for this architecture");
   }
   torch::NoGradGuard no_grad;
+  // Damaged weights would decode every caption empty and score 0 without a word: all are checked
+  // before any is copied.
+  for (const auto& [destination, key] : copies) {
+    const torch::Tensor value = file.get(key);
+    if (value.is_floating_point() && !torch::isfinite(value).all().item<bool>()) {
+      throw std::invalid_argument(
+          "Weights file '" + file.path().string() + "' holds a NaN or infinite value in '" + key +
+          "': it cannot be " + options.destination);
+    }
+  }
   for (auto& [destination, key] : copies) destination.copy_(file.get(key));
   return report;
 }

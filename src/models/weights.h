@@ -49,7 +49,9 @@ struct StateDictReport {
 };
 
 // Copies every parameter and buffer of `module` from `file` (under no-grad). A file whose keys all
-// start with "module." (saved from DataParallel) has that prefix stripped first.
+// start with "module." (saved from DataParallel) has that prefix stripped first. A tensor holding
+// a NaN or an infinity is a std::invalid_argument naming the file and the key, before anything is
+// copied.
 StateDictReport load_state_dict(
     torch::nn::Module& module, const SafetensorsReader& file, const LoadStateDictOptions& options = {});
 

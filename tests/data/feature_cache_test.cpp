@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "test_util.h"
 
 namespace saccade {
@@ -73,6 +75,26 @@ TEST_F(FeatureCacheTest, UnfinishedOrBrokenCachesAreErrors) {
   EXPECT_EQ(FeatureCache(dir_.path()).size(), 2);
   std::filesystem::remove(dir_ / "shard-00001.safetensors");
   EXPECT_THROW(FeatureCache cache(dir_.path()), std::runtime_error);
+}
+
+// A damaged shard's NaN is named with the shard and the image when a batch reads it.
+TEST_F(FeatureCacheTest, NonFiniteRowsAreErrorsNamingTheShardAndImage) {
+  torch::Tensor all = torch::randn({4, 2, 3});
+  all[3][1][2] = std::numeric_limits<float>::quiet_NaN();
+  FeatureCacheWriter writer(dir_.path(), {}, 2 * 2 * 3 * 2);  // 2 rows per shard
+  writer.append(all, {"a", "b", "c", "d"});
+  writer.finish({1, 2});
+  const FeatureCache cache(dir_.path());
+  EXPECT_EQ(cache.batch({0, 2}).size(0), 2);
+  try {
+    cache.batch({0, 3});
+    FAIL() << "a NaN was read";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(
+        std::string(error.what()), "Feature cache shard '" + (dir_ / "shard-00001.safetensors").string() +
+                                       "' holds a NaN or infinite value in the row of image d; extract the "
+                                       "features again");
+  }
 }
 
 }  // namespace

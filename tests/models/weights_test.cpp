@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
+#include "io/safetensors.h"
 #include "models/small_cnn.h"
 #include "test_util.h"
 
@@ -61,6 +64,30 @@ TEST_F(WeightsTest, SaveThenLoadGivesIdenticalParametersAndOutputs) {
   }
   const torch::Tensor images = torch::randn({2, 3, 16, 16});
   EXPECT_TRUE(torch::equal(source->forward(images), target->forward(images)));
+}
+
+// A NaN in a damaged file is named with its key, and nothing of the file is copied.
+TEST_F(WeightsTest, NonFiniteValuesAreRefusedBeforeAnythingIsCopied) {
+  auto source = make_cnn();
+  const auto state = state_of(*source);
+  const std::string first = state.front().first;  // a weight
+  std::vector<std::pair<std::string, torch::Tensor>> tensors = state;
+  tensors.front().second.view(-1)[0] = std::numeric_limits<float>::infinity();
+  const auto path = dir_ / "damaged.safetensors";
+  save_safetensors(path, tensors);
+  auto target = make_cnn();
+  const auto before = state_of(*target);
+  try {
+    load_state_dict(*target, SafetensorsReader(path));
+    FAIL() << "an infinity was loaded";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(
+        std::string(error.what()), "Weights file '" + path.string() + "' holds a NaN or infinite value in '" +
+                                       first + "': it cannot be the module");
+  }
+  const auto after = state_of(*target);
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_TRUE(torch::equal(before[i].second, after[i].second)) << before[i].first;
 }
 
 TEST_F(WeightsTest, MismatchesAreListedInOneError) {
