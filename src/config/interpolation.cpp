@@ -215,6 +215,16 @@ std::string Resolver::interpolate_string(const std::string& text, const NodePath
 }
 
 Located Resolver::interpolation(const std::string& text, size_t& pos, const NodePath& at) {
+  // Each interpolation inside another, or reached through a key, is a level of recursion: as deep
+  // as a YAML file may nest, no deeper.
+  struct Nesting {
+    int& depth;
+    ~Nesting() { --depth; }
+  } nesting{++nesting_};
+  if (nesting_ > kMaxYamlDepth) {
+    throw ConfigError(
+        "Interpolations nest deeper than " + std::to_string(kMaxYamlDepth) + " levels" + where(at));
+  }
   const size_t end = interpolation_end(text, pos);
   if (end == std::string::npos) throw ConfigError("Unterminated interpolation in '" + text + "'" + where(at));
   const std::string inner =

@@ -82,6 +82,7 @@ class Resolver {
   YAML::Node root_;
   std::vector<NodePath> active_;     // interpolations being evaluated, innermost last (cycle check)
   std::vector<NodePath> expanding_;  // containers resolve_tree is copying, innermost last (likewise)
+  int nesting_ = 0;                  // interpolations being evaluated, in text or through keys
 };
 
 }  // namespace saccade::config_detail

@@ -139,11 +139,13 @@ class ValueParser {
   }
 
   Element parse_element(Context context) {
+    // Lists, dicts and function calls nest by recursion: as deep as a YAML file may nest, no deeper.
+    if (++depth_ > kMaxYamlDepth)
+      fail("the value nests deeper than " + std::to_string(kMaxYamlDepth) + " levels");
     Element element;
     element.begin = pos_;
-    static const std::regex function_start("^([A-Za-z_][A-Za-z0-9_-]*)[ \\t]*\\(");
+    static const std::regex function_start("([A-Za-z_][A-Za-z0-9_-]*)[ \\t]*\\(");
     std::smatch match;
-    const std::string rest = text_.substr(pos_);
     if (at_end()) {
       fail("missing value");
     } else if (peek() == '[') {
@@ -152,13 +154,16 @@ class ValueParser {
       element.node = parse_dict();
     } else if (peek() == '\'' || peek() == '"') {
       element.node = parse_quoted();
-    } else if (std::regex_search(rest, match, function_start)) {
+    } else if (std::regex_search(
+                   text_.cbegin() + static_cast<std::ptrdiff_t>(pos_), text_.cend(), match, function_start,
+                   std::regex_constants::match_continuous)) {
       pos_ += match.length(0);
       parse_function(match[1].str(), element);
     } else {
       element.node = parse_primitive(context);
     }
     element.end = pos_;
+    --depth_;
     return element;
   }
 
@@ -270,11 +275,12 @@ class ValueParser {
     std::vector<std::pair<std::string, Element>> args;  // (argument name or "", value)
     skip_ws();
     while (!at_end() && peek() != ')') {
-      static const std::regex named_arg("^([A-Za-z_][A-Za-z0-9_]*)[ \\t]*=[ \\t]*");
+      static const std::regex named_arg("([A-Za-z_][A-Za-z0-9_]*)[ \\t]*=[ \\t]*");
       std::smatch match;
-      const std::string rest = text_.substr(pos_);
       std::string arg_name;
-      if (std::regex_search(rest, match, named_arg)) {
+      if (std::regex_search(
+              text_.cbegin() + static_cast<std::ptrdiff_t>(pos_), text_.cend(), match, named_arg,
+              std::regex_constants::match_continuous)) {
         arg_name = match[1].str();
         pos_ += match.length(0);
       }
@@ -339,6 +345,7 @@ class ValueParser {
 
   const std::string& text_;
   size_t pos_;
+  int depth_ = 0;  // of the element being parsed
   const std::string& input_;
 };
 

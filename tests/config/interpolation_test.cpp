@@ -116,6 +116,22 @@ TEST(Interpolation, Errors) {
   EXPECT_CONFIG_ERROR(load("a: ${foo:1}\n").get<int>("a"), "Unsupported interpolation type foo");
 }
 
+// Interpolations inside interpolations, or chained through keys, are recursion: deep ones are a
+// ConfigError, not a stack overflow.
+TEST(Interpolation, DeepNestingIsRefused) {
+  std::string nested = "a";
+  for (int i = 0; i < 20000; ++i) nested = "${" + nested + "}";
+  EXPECT_CONFIG_ERROR(
+      load("a: a\nb: " + nested + "\n").get<std::string>("b"), "Interpolations nest deeper than 512 levels");
+  std::string chain;
+  for (int i = 0; i < 20000; ++i) chain += "k" + std::to_string(i) + ": ${k" + std::to_string(i + 1) + "}\n";
+  chain += "k20000: 1\n";
+  EXPECT_CONFIG_ERROR(load(chain).get<int>("k0"), "Interpolations nest deeper than 512 levels");
+  nested = "a";
+  for (int i = 0; i < 500; ++i) nested = "${" + nested + "}";
+  EXPECT_EQ(load("a: a\nb: " + nested + "\n").get<std::string>("b"), "a");
+}
+
 TEST(Interpolation, EscapesAndDecode) {
   const Config c = load("a: \\${b}\nb: 1\nc: \\\\${b}\nd: ${oc.decode:'[1, 2]'}\n");
   EXPECT_EQ(c.get<std::string>("a"), "${b}");

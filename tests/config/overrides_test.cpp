@@ -97,6 +97,23 @@ TEST_F(OverridesTest, InterpolatedValueResolvesAfterAllOverrides) {
   EXPECT_EQ(compose({"name=${db.host}", "db.host=z"}).config.get<std::string>("name"), "z");
 }
 
+// Lists, dicts and functions nest by recursion: deep ones are a ConfigError, not a stack
+// overflow, and a long value parses in linear time.
+TEST_F(OverridesTest, DeepNestingIsRefused) {
+  EXPECT_CONFIG_ERROR(
+      compose({"++v=" + std::string(40000, '[') + std::string(40000, ']')}),
+      "Error parsing override '++v=[[[");
+  try {
+    compose({"++v=" + std::string(40000, '[') + std::string(40000, ']')});
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(std::string(error.what()), ::testing::EndsWith(": the value nests deeper than 512 levels"));
+  }
+  EXPECT_EQ(compose({"++v=" + std::string(500, '[') + "1" + std::string(500, ']')}).config.has("v"), true);
+  std::string long_list = "++v=[0";
+  for (int i = 1; i < 100000; ++i) long_list += "," + std::to_string(i);
+  EXPECT_EQ(compose({long_list + "]"}).config.get<std::vector<int>>("v").size(), 100000u);
+}
+
 TEST_F(OverridesTest, MalformedOverrides) {
   EXPECT_CONFIG_ERROR(
       compose({"db@x=1"}),
