@@ -90,6 +90,21 @@ void delete_value(YAML::Node& root, const Override& parsed, const std::vector<st
   parent.remove(path.back());
 }
 
+// OmegaConf merges an override's list or mapping into what the key holds: a list into a mapping,
+// or a mapping into a list, is an error there, not a replacement.
+void check_container_kind(YAML::Node& root, const Override& parsed, const std::vector<std::string>& path) {
+  Resolver resolver(root);
+  const auto current = select(resolver, path);
+  if (!current) return;
+  const YAML::Node& held = current->node;
+  if (!(held.IsMap() && parsed.value.IsSequence()) && !(held.IsSequence() && parsed.value.IsMap())) return;
+  const std::string value = parsed.input.substr(parsed.input.find_first_not_of("+"));
+  throw ConfigError(
+      "Error merging override " + parsed.input + ": '" + parsed.key + "' holds a " +
+      (held.IsMap() ? "mapping, which a list" : "list, which a mapping") +
+      " cannot be merged into. To replace it: ~" + parsed.key + " +" + value);
+}
+
 void apply_value_override(YAML::Node& root, const Override& parsed) {
   if (parsed.package) {
     throw ConfigError(
@@ -97,6 +112,7 @@ void apply_value_override(YAML::Node& root, const Override& parsed) {
         parsed.key + "' does not exist.");
   }
   const std::vector<std::string> path = config_detail::split_key(parsed.key);
+  if (parsed.kind != OverrideKind::kDelete) check_container_kind(root, parsed, path);
   switch (parsed.kind) {
     case OverrideKind::kDelete:
       delete_value(root, parsed, path);

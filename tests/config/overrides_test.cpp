@@ -67,6 +67,22 @@ TEST_F(OverridesTest, ForceAddAddsOrChanges) {
   EXPECT_EQ(c.config.get<int>("new.deep.key"), 1);
 }
 
+// As OmegaConf merges them: a list does not replace a mapping, nor a mapping a list; deleting
+// first does.
+TEST_F(OverridesTest, ListsAndMappingsDoNotReplaceEachOther) {
+  EXPECT_CONFIG_ERROR(
+      compose({"db=[1,2]"}),
+      "Error merging override db=[1,2]: 'db' holds a mapping, which a list cannot be merged into. To replace "
+      "it: "
+      "~db +db=[1,2]");
+  EXPECT_CONFIG_ERROR(
+      compose({"++list={a:1}"}),
+      "Error merging override ++list={a:1}: 'list' holds a list, which a mapping cannot be merged into. To "
+      "replace it: ~list +list={a:1}");
+  EXPECT_THAT(compose({"~db", "+db=[1,2]"}).config.get<std::vector<int>>("db"), ElementsAre(1, 2));
+  EXPECT_EQ(compose({"db={port:1}"}).config.get<std::string>("db.host"), "localhost");  // merged
+}
+
 // A list's items are replaced by index, never added; a forced add may put a mapping in place of
 // an item, as OmegaConf.update does.
 TEST_F(OverridesTest, ListItemsAreReplacedNotAdded) {
