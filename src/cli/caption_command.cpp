@@ -189,7 +189,7 @@ int run_visualize(const Job& job) {
   const auto images = make_caption_dataset(data.split(split), run.vocabulary, run.dataset.vocabulary);
   const auto written = write_sample_overlays(
       *run.model, run.vocabulary, *images, count, run.dataset.image, search, viz, run_dir / "samples",
-      run.placement.precision);
+      run.dataset.on_bad_image, run.placement.precision);
   for (const auto& overlay : written) {
     std::cout << overlay.file.string() << "\t" << overlay.caption << "\n";
   }

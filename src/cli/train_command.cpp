@@ -85,7 +85,7 @@ TestPass test_best_checkpoint(
     const auto images = make_caption_dataset(test_images, best.vocabulary, best.dataset.vocabulary);
     const std::vector<SampleOverlay> overlays = write_sample_overlays(
         *best.model, best.vocabulary, *images, viz.sample_images, best.dataset.image, setup.validation, viz,
-        job.run_dir / "samples", best.placement.precision);
+        job.run_dir / "samples", best.dataset.on_bad_image, best.placement.precision);
     if (EventWriter* events = log->events()) log_samples(*events, overlays, trained.steps);
   }
   return pass;

@@ -9,6 +9,7 @@
 
 #include "decode/decode_split.h"
 #include "io/json.h"
+#include "io/log.h"
 #include "kernels/inference_precision.h"
 
 namespace saccade {
@@ -111,18 +112,28 @@ std::vector<SampleOverlay> write_sample_overlays(
     const SearchOptions& search,
     const VizOptions& viz,
     const std::filesystem::path& out_dir,
+    BadImagePolicy on_bad_image,
     Precision precision) {
   validate(viz);
   std::filesystem::create_directories(out_dir);
-  const int64_t total = std::min(count, dataset.size());
   std::vector<SampleOverlay> written;
-  for (int64_t start = 0; start < total; start += kBatch) {
+  int64_t next = 0;  // the next sample to read
+  while (static_cast<int64_t>(written.size()) < count && next < dataset.size()) {
+    const int64_t start = static_cast<int64_t>(written.size());
     std::vector<Sample> samples;
     std::vector<torch::Tensor> crops;
-    for (int64_t i = start; i < std::min(total, start + kBatch); ++i) {
-      samples.push_back(dataset.get(i));
+    while (start + static_cast<int64_t>(samples.size()) < std::min(count, start + kBatch) &&
+           next < dataset.size()) {
+      try {
+        samples.push_back(dataset.get(next++));
+      } catch (const BadImageError& error) {
+        if (on_bad_image == BadImagePolicy::fail) throw;
+        log::warn() << error.what() << "; skipped (data.on_bad_image=skip)";
+        continue;
+      }
       crops.push_back(samples.back().image);
     }
+    if (samples.empty()) break;
     const auto batch = torch::stack(crops);
     const auto captions = caption_images(model, batch, image, search, precision);  // B captions
     const auto maps =

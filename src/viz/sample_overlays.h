@@ -17,6 +17,7 @@
 
 #include "data/dataset.h"
 #include "data/image_pipeline.h"
+#include "data/image_source.h"
 #include "data/vocabulary.h"
 #include "decode/search.h"
 #include "device/placement.h"
@@ -66,7 +67,8 @@ inline constexpr const char* kSamplesIndex = "samples.json";
 // CaptionDataset, or a SubsetDataset of one) with `search` in `precision` and writes each figure, with the
 // generated caption and the references as notes, to out_dir/<position, 3 digits>_<image id>.png (characters
 // other than letters, digits, '-', '_' and '.' in the id become '_') and their index to out_dir/samples.json;
-// with a refiner, also each image's make_refiner_figure beside it.
+// with a refiner, also each image's make_refiner_figure beside it. An image that cannot be read is
+// a BadImageError, or under BadImagePolicy::skip a warning, and the next image takes its place.
 // Creates out_dir. Returns what was written, in dataset order. Throws std::runtime_error when a
 // file cannot be written.
 std::vector<SampleOverlay> write_sample_overlays(
@@ -78,6 +80,7 @@ std::vector<SampleOverlay> write_sample_overlays(
     const SearchOptions& search,
     const VizOptions& viz,
     const std::filesystem::path& out_dir,
+    BadImagePolicy on_bad_image,
     Precision precision = Precision::fp32);
 
 }  // namespace saccade

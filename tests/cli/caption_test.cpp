@@ -253,6 +253,40 @@ TEST_F(CaptionTest, VisualizeWritesOverlaysWithReferencesIntoSamples) {
   EXPECT_EQ(caption_lines(result.out).size(), 3u) << result.out;
 }
 
+// Under data.on_bad_image=skip an unreadable image gives its place to the next one; under fail
+// it ends the command in one line naming it.
+TEST_F(CaptionTest, VisualizeSkipsABadImageWhenToldTo) {
+  const auto world = work_->path() / "damaged_world";
+  std::filesystem::copy(
+      work_->path() / "datasets/shapes_smoke", world, std::filesystem::copy_options::recursive);
+  std::filesystem::path first_val;
+  for (const auto& image : YAML::LoadFile((world / "dataset_shapes.json").string())["images"]) {
+    if (image["split"].as<std::string>() != "val") continue;
+    first_val = world / image["filepath"].as<std::string>() / image["filename"].as<std::string>();
+    break;
+  }
+  ASSERT_FALSE(first_val.empty());
+  write_file(first_val, "\x89PNG\r\n\x1A\n cut off");
+  const auto visualize = [&](const std::string& policy) {
+    remove_tree(run_ / "samples");
+    return run_saccade(
+        {"visualize", "-cp", (source_dir() / "configs").string(), "--run", run_.string(), "--split", "val",
+         "--n", "3", "dataset.root=" + world.string(),
+         "dataset.split_file=" + (world / "dataset_shapes.json").string(),
+         "dataset.images_dir=" + world.string(), "data.cache=false", "data.on_bad_image=" + policy},
+        work_->path());
+  };
+  const auto skipped = visualize("skip");
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
+  EXPECT_EQ(caption_lines(skipped.out).size(), 3u) << skipped.out;
+  EXPECT_NE(skipped.err.find(first_val.string()), std::string::npos) << skipped.err;
+  EXPECT_NE(skipped.err.find("skipped (data.on_bad_image=skip)"), std::string::npos) << skipped.err;
+  const auto failed = visualize("fail");
+  EXPECT_EQ(failed.exit_code, 1) << failed.out;
+  EXPECT_TRUE(is_last_line(failed.err, "saccade: error: Could not decode image " + first_val.string()))
+      << failed.err;
+}
+
 TEST_F(CaptionTest, MissingCheckpointIsOneLine) {
   TempDir inputs;
   write_png(inputs / "x.png", 16, 16);
