@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "io/json.h"
+#include "io/temporaries.h"
 
 namespace saccade {
 namespace {
@@ -20,15 +21,24 @@ std::string shard_name(size_t index) {
 
 FeatureCacheWriter::FeatureCacheWriter(
     std::filesystem::path dir, FeatureCacheDescription description, int64_t shard_bytes)
-    : dir_(std::move(dir)), description_(std::move(description)), shard_bytes_(shard_bytes) {
+    : dir_(std::move(dir)),
+      staged_(temporary_for(dir_)),
+      description_(std::move(description)),
+      shard_bytes_(shard_bytes) {
   if (shard_bytes_ <= 0) throw std::invalid_argument("The feature cache shard size must be > 0 bytes");
+  remove_stale_temporaries(dir_);
+  remove_tree(staged_);
   std::error_code error;
-  std::filesystem::create_directories(dir_, error);
+  std::filesystem::create_directories(staged_, error);
   if (error) {
     throw std::runtime_error(
-        "Could not create feature cache folder '" + dir_.string() + "': " + error.message());
+        "Could not create feature cache folder '" + staged_.string() + "': " + error.message());
   }
-  std::filesystem::remove(dir_ / kManifest, error);
+}
+
+FeatureCacheWriter::~FeatureCacheWriter() {
+  std::error_code ignored;
+  if (!finished_) remove_tree(staged_, ignored);
 }
 
 void FeatureCacheWriter::append(const torch::Tensor& annotations, const std::vector<std::string>& image_ids) {
@@ -61,7 +71,7 @@ void FeatureCacheWriter::append(const torch::Tensor& annotations, const std::vec
 void FeatureCacheWriter::flush_shard() {
   if (pending_rows_ == 0) return;
   const std::string name = shard_name(shards_.size());
-  save_safetensors(dir_ / name, {{"annotations", torch::cat(pending_, 0)}}, description_);  // [n, L, D]
+  save_safetensors(staged_ / name, {{"annotations", torch::cat(pending_, 0)}}, description_);  // [n, L, D]
   shards_.push_back(name);
   pending_.clear();
   pending_rows_ = 0;
@@ -90,7 +100,10 @@ void FeatureCacheWriter::finish(const std::array<int64_t, 2>& grid) {
       {"shards", std::move(shards)},
       {"image_ids", std::move(ids)},
   });
-  write_json_file(dir_ / kManifest, manifest);
+  write_json_file(staged_ / kManifest, manifest);
+  if (dir_.has_parent_path()) std::filesystem::create_directories(dir_.parent_path());
+  swap_into_place(staged_, dir_);
+  finished_ = true;
 }
 
 FeatureCache::FeatureCache(const std::filesystem::path& dir) : dir_(dir) {

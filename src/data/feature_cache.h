@@ -41,18 +41,24 @@ using FeatureCacheDescription = std::map<std::string, std::string>;
 
 class FeatureCacheWriter {
  public:
-  // Starts a cache in `dir` (created; a previous features.json there is removed first).
-  // shard_bytes: the approximate size of one shard file.
+  // Starts a cache for `dir`, written beside it (temporary_for(dir)) and put in its place by
+  // finish(): a cache already in `dir` stays whole until then, and whole if the writer goes away
+  // unfinished (an error, a kill), which removes what it wrote. shard_bytes: the approximate size
+  // of one shard file.
   FeatureCacheWriter(
       std::filesystem::path dir,
       FeatureCacheDescription description,
       int64_t shard_bytes = int64_t{256} << 20);
+  ~FeatureCacheWriter();
+  FeatureCacheWriter(const FeatureCacheWriter&) = delete;
+  FeatureCacheWriter& operator=(const FeatureCacheWriter&) = delete;
 
   // Adds a batch of annotations [B, L, D] (stored as f16) with the batch's image ids.
   // Throws std::invalid_argument when L or D differ from the first batch.
   void append(const torch::Tensor& annotations, const std::vector<std::string>& image_ids);
 
-  // Writes the last shard and features.json. `grid` is [H', W'] with H' * W' = L.
+  // Writes the last shard and features.json and puts the cache in `dir`, replacing what was
+  // there. `grid` is [H', W'] with H' * W' = L.
   void finish(const std::array<int64_t, 2>& grid);
 
   int64_t size() const { return static_cast<int64_t>(image_ids_.size()); }
@@ -61,6 +67,8 @@ class FeatureCacheWriter {
   void flush_shard();
 
   std::filesystem::path dir_;
+  std::filesystem::path staged_;  // where the cache is written until finish()
+  bool finished_ = false;
   FeatureCacheDescription description_;
   int64_t shard_bytes_;
   int64_t shard_size_ = 0;              // rows per shard, fixed by the first batch

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -146,6 +147,16 @@ std::uintmax_t remove_tree(const std::filesystem::path& path) {
     throw std::runtime_error(
         "Could not remove " + removal.failed.string() + ": " + std::strerror(removal.error));
   return removal.removed;
+}
+
+void swap_into_place(const std::filesystem::path& staged, const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir)) {
+    std::filesystem::rename(staged, dir);
+    return;
+  }
+  if (renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0)
+    throw std::runtime_error("Could not replace " + dir.string() + ": " + std::strerror(errno));
+  remove_tree(staged);  // now holds the previous folder
 }
 
 std::filesystem::path temporary_for(const std::filesystem::path& target) {

@@ -37,6 +37,11 @@ int remove_stale_temporaries(const std::filesystem::path& target);
 // Returns how many.
 int remove_stale_temporaries_within(const std::filesystem::path& folder);
 
+// Moves the folder `staged` (a temporary_for(dir) filled by a writer) to `dir`, exchanging the two
+// atomically when `dir` already exists, then removes what `dir` held: readers see the old folder
+// or the new one, never a mix. Throws std::runtime_error naming `dir`.
+void swap_into_place(const std::filesystem::path& staged, const std::filesystem::path& dir);
+
 // The one checked writer of every file a run keeps: a temporary beside the target, renamed into
 // place by commit(). Every write is checked: a failure (a full disk) throws std::runtime_error
 // naming the target and the system's reason, and the temporary is removed, as it is when the

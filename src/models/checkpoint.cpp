@@ -1,14 +1,8 @@
 // Checkpoint folders: write to a temporary sibling, then swap atomically.
 #include "models/checkpoint.h"
 
-#include <fcntl.h>
-#include <stdio.h>
-#include <unistd.h>
-
 #include <torch/serialize.h>
 
-#include <cerrno>
-#include <cstring>
 #include <sstream>
 #include <stdexcept>
 
@@ -54,18 +48,6 @@ TrainState state_from_json(const Json& json) {
     state.loss_scale = scale->as_double();
   if (const Json* good = json.find("loss_scale_good_steps")) state.loss_scale_good_steps = good->as_int64();
   return state;
-}
-
-// Moves `staged` to `dir`, exchanging atomically when `dir` already exists; removes the old one.
-void swap_into_place(const std::filesystem::path& staged, const std::filesystem::path& dir) {
-  if (!std::filesystem::exists(dir)) {
-    std::filesystem::rename(staged, dir);
-    return;
-  }
-  if (renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0) {
-    throw std::runtime_error("Could not replace checkpoint " + dir.string() + ": " + std::strerror(errno));
-  }
-  remove_tree(staged);  // now holds the previous checkpoint
 }
 
 }  // namespace

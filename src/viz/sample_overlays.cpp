@@ -149,7 +149,7 @@ std::vector<SampleOverlay> write_sample_overlays(
         notes.push_back("reference: " + overlay.references.back());
       }
       const auto figure = make_attention_figure(model, samples[b].image, captions[b], vocabulary, notes);
-      char position[16];
+      char position[24];
       std::snprintf(position, sizeof(position), "%03lld", static_cast<long long>(start + b));
       overlay.file = out_dir / (std::string(position) + "_" + file_safe(overlay.image_id) + ".png");
       const torch::Tensor grid = render_attention_figure(figure, viz);  // uint8 [H, W, 3]

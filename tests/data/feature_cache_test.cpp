@@ -77,6 +77,34 @@ TEST_F(FeatureCacheTest, UnfinishedOrBrokenCachesAreErrors) {
   EXPECT_THROW(FeatureCache cache(dir_.path()), std::runtime_error);
 }
 
+// A writer that goes away unfinished (an extraction that failed) leaves the cache it was to
+// replace whole, and nothing of its own behind.
+TEST_F(FeatureCacheTest, AnUnfinishedWriterLeavesThePreviousCacheWhole) {
+  const auto dir = dir_ / "train";
+  const torch::Tensor rows = torch::randn({3, 2, 4});
+  {
+    FeatureCacheWriter writer(dir, {}, 2 * 4 * 2);  // 1 row per shard
+    writer.append(rows, {"a", "b", "c"});
+    writer.finish({1, 2});
+  }
+  {
+    FeatureCacheWriter writer(dir, {}, 2 * 4 * 2);
+    writer.append(torch::zeros({2, 2, 4}), {"x", "y"});
+  }
+  const FeatureCache cache(dir);
+  EXPECT_EQ(cache.image_ids(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(torch::equal(cache.batch({2})[0], rows[2].to(torch::kHalf).to(torch::kFloat)));
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path()))
+    EXPECT_EQ(entry.path().filename(), "train");  // no temporary left
+  {
+    FeatureCacheWriter writer(dir, {}, 2 * 4 * 2);
+    writer.append(torch::zeros({2, 2, 4}), {"x", "y"});
+    writer.finish({1, 2});
+  }
+  EXPECT_EQ(FeatureCache(dir).image_ids(), (std::vector<std::string>{"x", "y"}));
+  EXPECT_FALSE(std::filesystem::exists(dir / "shard-00002.safetensors"));  // the old third shard went
+}
+
 // A damaged shard's NaN is named with the shard and the image when a batch reads it.
 TEST_F(FeatureCacheTest, NonFiniteRowsAreErrorsNamingTheShardAndImage) {
   torch::Tensor all = torch::randn({4, 2, 3});
