@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -58,8 +59,9 @@ std::string sniff_format(const std::string& bytes) {
   return "";
 }
 
-// Width x height from a PNG, JPEG or BMP header, without decoding; nullopt for the other formats
-// or a header that does not say.
+// Width x height from a PNG, JPEG, BMP or PNM header, without decoding (OpenCV writes its own
+// lines about a PNM it cannot allocate); nullopt for the other formats or a header that does not
+// say.
 std::optional<std::pair<int64_t, int64_t>> header_size(const std::string& bytes, const std::string& format) {
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t size = bytes.size();
@@ -74,6 +76,27 @@ std::optional<std::pair<int64_t, int64_t>> header_size(const std::string& bytes,
     std::memcpy(&width, b + 18, 4);  // little-endian, as the machines saccade runs on
     std::memcpy(&height, b + 22, 4);
     return std::pair{std::abs(int64_t{width}), std::abs(int64_t{height})};  // negative height: top-down
+  }
+  if (format == "pnm") {
+    // "P5", then width, height (and the maximum value), separated by whitespace and '#' comments.
+    std::vector<int64_t> fields;
+    size_t i = 2;
+    while (fields.size() < 2 && i < size) {
+      if (std::isspace(b[i])) {
+        ++i;
+      } else if (b[i] == '#') {
+        while (i < size && b[i] != '\n' && b[i] != '\r') ++i;
+      } else if (std::isdigit(b[i])) {
+        int64_t value = 0;
+        for (; i < size && std::isdigit(b[i]) && value < (int64_t{1} << 40); ++i)
+          value = value * 10 + (b[i] - '0');
+        fields.push_back(value);
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (fields.size() == 2) return std::pair{fields[0], fields[1]};
+    return std::nullopt;
   }
   if (format != "jpeg") return std::nullopt;
   // Walk the markers to the first start-of-frame (SOF0..SOF15 but DHT C4, JPG C8, DAC CC).

@@ -175,6 +175,19 @@ TEST_F(CaptionTest, CaptionsImagesReportsBadFilesAndWritesOverlays) {
     expect_caption_figure(out / file, word_count(caption));
   }
   EXPECT_FALSE(std::filesystem::exists(out / "notes.png"));
+
+  // A header claiming more pixels than any image may have is one line of saccade's, without
+  // OpenCV's own log lines about it.
+  write_file(inputs / "huge.pgm", "P5\n30000 30000\n255\n" + std::string(64, '\x7f'));
+  const auto huge = run_saccade(
+      {"caption", (inputs / "huge.pgm").string(), "--run", run_.string(), "--out", out.string()},
+      work_->path());
+  EXPECT_EQ(huge.exit_code, 1) << huge.err;
+  EXPECT_EQ(huge.err.find("OpenCV"), std::string::npos) << huge.err;
+  EXPECT_NE(
+      huge.err.find("huge.pgm: the image is 30000 x 30000 pixels, more than data.max_pixels=100000000\n"),
+      std::string::npos)
+      << huge.err;
 }
 
 TEST_F(CaptionTest, FolderIsExpandedSortedIntoTheRunsCaptionsFolder) {
