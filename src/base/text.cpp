@@ -21,6 +21,10 @@ std::string count_with_examples(const std::vector<std::string>& items) {
   return std::to_string(items.size()) + " (e.g. " + join(first, ", ") + ")";
 }
 
+std::string first_line(const std::string& message) {
+  return message.substr(0, message.find('\n'));
+}
+
 std::string shape_text(const std::vector<int64_t>& sizes) {
   std::vector<std::string> items;
   for (const int64_t size : sizes) items.push_back(std::to_string(size));

@@ -18,6 +18,9 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 // How many items, with the first few, as messages name them: "5 (e.g. 7, 9, 12)".
 std::string count_with_examples(const std::vector<std::string>& items);
 
+// The first line of a message: c10 errors carry source locations and backtraces after it.
+std::string first_line(const std::string& message);
+
 // A tensor shape as messages print it: "[2, 3, 4]".
 std::string shape_text(const std::vector<int64_t>& sizes);
 

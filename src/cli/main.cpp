@@ -342,11 +342,6 @@ int launch_workers(const Invocation& invocation, int nproc) {
   return launch_local_workers(nproc, argv);
 }
 
-// The first line of a message: c10 errors carry source locations and backtraces after it.
-std::string first_line(const std::string& message) {
-  return message.substr(0, message.find('\n'));
-}
-
 }  // namespace
 }  // namespace saccade::cli
 

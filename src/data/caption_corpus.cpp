@@ -61,6 +61,12 @@ Caption read_sentence(const Json& sentence) {
             "tokens[" + std::to_string(i) + "] " +
             (token.empty() ? "is empty" : "'" + token + "' holds whitespace") + ": a token is one word");
       }
+      if (Vocabulary::is_special(token)) {
+        throw std::invalid_argument(
+            "tokens[" + std::to_string(i) + "] '" + token +
+            "' is spelled like one of the vocabulary's own tokens (<pad> <start> <end> <unk>), which no "
+            "caption may hold");
+      }
       caption.words.push_back(token);
     }
   } else {

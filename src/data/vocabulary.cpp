@@ -69,6 +69,10 @@ std::vector<std::string> tokenize(std::string_view raw) {
 
 Vocabulary::Vocabulary() : Vocabulary(std::vector<std::string>{}) {}
 
+bool Vocabulary::is_special(const std::string& word) {
+  return std::find(std::begin(kSpecialTokens), std::end(kSpecialTokens), word) != std::end(kSpecialTokens);
+}
+
 Vocabulary::Vocabulary(const std::vector<std::string>& words) {
   words_.assign(std::begin(kSpecialTokens), std::end(kSpecialTokens));
   words_.insert(words_.end(), words.begin(), words.end());

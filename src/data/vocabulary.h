@@ -64,6 +64,9 @@ class Vocabulary {
   static constexpr int64_t kUnk = 3;
   static constexpr int64_t kSpecialCount = 4;
 
+  // Whether `word` is spelled like a special token ("<pad>", "<start>", "<end>", "<unk>").
+  static bool is_special(const std::string& word);
+
   // Only the four special tokens.
   Vocabulary();
   // The special tokens followed by `words` (ids 4, 5, ...). Throws std::invalid_argument for an

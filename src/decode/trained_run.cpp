@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "config/yaml_tree.h"
 #include "io/log.h"
 #include "models/checkpoint.h"
@@ -99,13 +100,9 @@ TrainedRun load_trained_run(
         ", which holds a " + to_string(trained) + " decoder");
   }
   const DecoderOptions decoder = decoder_options_from(run.config);
-  const auto first_line = [](const std::exception& error) {
-    const std::string message = error.what();
-    return message.substr(0, message.find('\n'));
-  };
   const auto unreadable = [&](const std::exception& error) {
     return std::runtime_error(
-        "The checkpoint " + run.checkpoint.string() + " cannot be read: " + first_line(error));
+        "The checkpoint " + run.checkpoint.string() + " cannot be read: " + first_line(error.what()));
   };
   try {
     run.vocabulary = load_checkpoint_vocabulary(run.checkpoint);
@@ -118,7 +115,7 @@ TrainedRun load_trained_run(
   } catch (const std::invalid_argument& error) {  // weights of other names or shapes
     throw std::runtime_error(
         "The checkpoint " + run.checkpoint.string() +
-        " does not match its config.yaml and vocab.json: " + first_line(error));
+        " does not match its config.yaml and vocab.json: " + first_line(error.what()));
   } catch (const std::exception& error) {  // truncated or corrupt files
     throw unreadable(error);
   }

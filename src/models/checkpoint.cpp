@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/text.h"
 #include "io/json.h"
 #include "io/run_folder.h"
 #include "io/safetensors.h"
@@ -117,7 +118,14 @@ TrainState load_checkpoint(
   // The optimizer's moments go where the parameters are.
   const auto parameters = model.parameters();
   const torch::Device device = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
-  if (optimizer != nullptr) torch::load(*optimizer, files.optimizer().string(), device);
+  if (optimizer != nullptr) {
+    try {
+      torch::load(*optimizer, files.optimizer().string(), device);
+    } catch (const c10::Error& error) {  // a torn or foreign file: LibTorch's message does not name it
+      throw std::runtime_error(
+          "Could not read " + files.optimizer().string() + ": " + first_line(error.what_without_backtrace()));
+    }
+  }
   try {
     return state_from_json(read_json_file(files.state()));
   } catch (const std::exception& error) {  // a corrupt file, not weights that do not fit

@@ -6,14 +6,9 @@
 
 #include <stdexcept>
 
+#include "base/text.h"
+
 namespace saccade {
-namespace {
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
-}  // namespace
 
 TorchScriptEncoderImpl::TorchScriptEncoderImpl(const EncoderOptions& options)
     : EncoderImpl(options, /*freeze_batchnorm=*/true), path_(options.path) {

@@ -136,6 +136,12 @@ TEST(KarpathySplit, MissingOrMistypedFieldsNameTheEntry) {
           R"({"images": [{"filename": "a.jpg", "split": "train", "sentences": [{"tokens": ["a", "", "dog"]}]}]})"),
       "images[0]: sentences[0]: tokens[1] is empty: a token is one word");
   EXPECT_EQ(
+      karpathy_error(
+          dir,
+          R"({"images": [{"filename": "a.jpg", "split": "train", "sentences": [{"tokens": ["a", "<unk>"]}]}]})"),
+      "images[0]: sentences[0]: tokens[1] '<unk>' is spelled like one of the vocabulary's own tokens (<pad> "
+      "<start> <end> <unk>), which no caption may hold");
+  EXPECT_EQ(
       karpathy_error(dir, R"({"images": [{"filename": 5, "split": "train", "sentences": []}]})"),
       "images[0]: expected a string, got an integer");
   EXPECT_EQ(

@@ -102,6 +102,20 @@ TEST(Checkpoint, MissingOrIncompleteCheckpointIsClearError) {
   } catch (const std::runtime_error& error) {
     EXPECT_NE(std::string(error.what()).find("missing optimizer.pt"), std::string::npos) << error.what();
   }
+  // A torn optimizer.pt (a copy cut short) is named in one line.
+  torch::optim::Adam optimizer(model.parameters(), torch::optim::AdamOptions(0.1));
+  save_checkpoint(dir / "torn", model, optimizer, TrainState{}, Vocabulary({"red"}), "seed: 1\n");
+  const std::string bytes = testing::read_file(dir / "torn/optimizer.pt");
+  testing::write_file(dir / "torn/optimizer.pt", bytes.substr(0, bytes.size() / 2));
+  try {
+    load_checkpoint(dir / "torn", model, &optimizer);
+    FAIL() << "a torn optimizer.pt was read";
+  } catch (const std::runtime_error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("Could not read " + (dir / "torn/optimizer.pt").string() + ": ", 0), 0u)
+        << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
 }
 
 }  // namespace
