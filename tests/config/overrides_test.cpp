@@ -29,6 +29,13 @@ class OverridesTest : public ConfigTreeTest {
   }
 };
 
+// `overrides` composed over a primary config holding `yaml`.
+Composition compose_over(const std::string& yaml, const std::vector<std::string>& overrides) {
+  testing::TempDir dir;
+  testing::write_file(dir / "config.yaml", yaml);
+  return saccade::compose({dir.path(), "config", overrides});
+}
+
 TEST_F(OverridesTest, ChangeNeedsAnExistingKey) {
   EXPECT_EQ(compose({"db.port=5432"}).config.get<int>("db.port"), 5432);
   EXPECT_EQ(compose({"db.port=1", "db.port=2"}).config.get<int>("db.port"), 2);
@@ -151,13 +158,9 @@ TEST_F(OverridesTest, InterpolationInAListKeepsItsQuotedCommasAndBraces) {
 
 // Each value kind of the grammar, printed the way OmegaConf.to_yaml prints what Hydra parses.
 TEST(OverrideValues, GrammarTypes) {
-  testing::TempDir dir;
-  testing::write_file(dir / "config.yaml", "");
-  const Composition c = saccade::compose(
-      {dir.path(),
-       "config",
-       {"+i=1_000", "+f=1e-3", "+nul=null", "+b=TRUE", "+ninf=-inf", "+nn=nan", "+s='1_000'", "+d=\"a,b\"",
-        "+l=[a,[b,c]]", "+m={a:10,b:20}", "+sp=  a b  c ", "+e=a\\,b", "+u=${i}", "+z="}});
+  const Composition c = compose_over(
+      "", {"+i=1_000", "+f=1e-3", "+nul=null", "+b=TRUE", "+ninf=-inf", "+nn=nan", "+s='1_000'", "+d=\"a,b\"",
+           "+l=[a,[b,c]]", "+m={a:10,b:20}", "+sp=  a b  c ", "+e=a\\,b", "+u=${i}", "+z="});
   EXPECT_EQ(
       c.config.to_yaml(false),
       "i: 1000\n"
@@ -193,13 +196,9 @@ TEST(OverrideValues, GrammarTypes) {
 // and float() ("010" is 10, not YAML's octal 8; hex and base 60 are no numbers), where a YAML
 // file's plain 010 and 0x10 are YAML 1.1 integers.
 TEST(OverrideValues, StringsConvertByPythonsRules) {
-  testing::TempDir dir;
-  testing::write_file(dir / "config.yaml", "octal: 010\nhex: 0x10\n");
-  const Composition c = saccade::compose(
-      {dir.path(),
-       "config",
-       {"+leading=010", "+long=0200000000", "+quoted=' 1_0 '", "+real='010.5'", "+x=0x10", "+clock=9:00",
-        "+under='1__0'"}});
+  const Composition c = compose_over(
+      "octal: 010\nhex: 0x10\n", {"+leading=010", "+long=0200000000", "+quoted=' 1_0 '", "+real='010.5'",
+                                  "+x=0x10", "+clock=9:00", "+under='1__0'"});
   EXPECT_EQ(c.config.get<int>("octal"), 8);
   EXPECT_EQ(c.config.get<int>("hex"), 16);
   EXPECT_EQ(c.config.get<int>("leading"), 10);
@@ -214,13 +213,9 @@ TEST(OverrideValues, StringsConvertByPythonsRules) {
 }
 
 TEST(OverrideValues, FloatSpellings) {
-  testing::TempDir dir;
-  testing::write_file(dir / "config.yaml", "");
-  const Composition c = saccade::compose(
-      {dir.path(),
-       "config",
-       {"+a=-.5", "+b=.5e3", "+c=1e1_0", "+d=5.", "+e=1_0.2_5", "+g=Inf", "+h=05", "+k=1e16", "+big=1e400",
-        "+small=-1e-400", "+sub=1e-310"}});
+  const Composition c = compose_over(
+      "", {"+a=-.5", "+b=.5e3", "+c=1e1_0", "+d=5.", "+e=1_0.2_5", "+g=Inf", "+h=05", "+k=1e16", "+big=1e400",
+           "+small=-1e-400", "+sub=1e-310"});
   // Beyond the doubles Python's float() saturates: 1e400 is inf, 1e-400 is 0.
   EXPECT_EQ(
       c.config.to_yaml(false),
@@ -229,23 +224,15 @@ TEST(OverrideValues, FloatSpellings) {
 }
 
 TEST(OverrideValues, TextThatIsNotUtf8IsRefused) {
-  testing::TempDir dir;
-  testing::write_file(dir / "config.yaml", "");
   EXPECT_CONFIG_ERROR(
-      saccade::compose({dir.path(), "config", {"+name=caf\xE9"}}),
+      compose_over("", {"+name=caf\xE9"}),
       "Override '+name=caf\\xE9' is not valid UTF-8 (at byte 9); pass text in UTF-8");
-  EXPECT_EQ(
-      saccade::compose({dir.path(), "config", {"+name=caf\xC3\xA9"}}).config.get<std::string>("name"),
-      "caf\xC3\xA9");
+  EXPECT_EQ(compose_over("", {"+name=caf\xC3\xA9"}).config.get<std::string>("name"), "caf\xC3\xA9");
 }
 
 TEST(OverrideValues, QuotesAndEscapes) {
-  testing::TempDir dir;
-  testing::write_file(dir / "config.yaml", "");
-  const Composition c = saccade::compose(
-      {dir.path(),
-       "config",
-       {"+q='it\\'s'", "+dq=\"say \\\"hi\\\"\"", "+path=C:\\dir", "+url=http://x:80/a", "+sp=a\\ "}});
+  const Composition c = compose_over(
+      "", {"+q='it\\'s'", "+dq=\"say \\\"hi\\\"\"", "+path=C:\\dir", "+url=http://x:80/a", "+sp=a\\ "});
   EXPECT_EQ(c.config.get<std::string>("q"), "it's");
   EXPECT_EQ(c.config.get<std::string>("dq"), "say \"hi\"");
   EXPECT_EQ(c.config.get<std::string>("path"), "C:\\dir");
