@@ -229,7 +229,18 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path)
   std::stable_sort(
       entries_.begin(), entries_.end(),
       [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.begin < b.begin; });
-  for (size_t i = 0; i < entries_.size(); ++i) index_[entries_[i].name] = i;
+  // As the format's reference reader requires: the tensors tile the data section in order, each
+  // beginning where the one before ends (overlapping ones would alias each other's bytes).
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const uint64_t expected = i == 0 ? 0 : entries_[i - 1].end;
+    if (entries_[i].begin != expected) {
+      throw std::runtime_error(
+          "Invalid safetensors header in " + quoted(path) + ": tensor '" + entries_[i].name +
+          "' begins at byte " + std::to_string(entries_[i].begin) + " of the data, not at " +
+          std::to_string(expected) + (i == 0 ? "" : " where '" + entries_[i - 1].name + "' ends"));
+    }
+    index_[entries_[i].name] = i;
+  }
   data_offset_ = 8 + header_bytes;
 }
 

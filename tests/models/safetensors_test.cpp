@@ -233,6 +233,14 @@ TEST_F(SafetensorsTest, BadFilesAreClearErrors) {
        "Invalid safetensors header"},
       {"metadata not strings", safetensors_bytes(R"({"__metadata__":{"a":1}})", ""),
        "__metadata__ value of 'a'"},
+      {"tensors overlap",
+       safetensors_bytes(
+           R"({"a":{"dtype":"U8","shape":[6],"data_offsets":[0,6]},"b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
+           eight),
+       "tensor 'b' begins at byte 4 of the data, not at 6 where 'a' ends"},
+      {"gap before the first",
+       safetensors_bytes(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight),
+       "tensor 'x' begins at byte 4 of the data, not at 0"},
   };
   for (const auto& c : cases) {
     const auto path = dir_ / "bad.safetensors";
