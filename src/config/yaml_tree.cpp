@@ -52,6 +52,19 @@ std::optional<long long> parse_digits(const std::string& digits, int base) {
   return value;
 }
 
+// A decimal number's text, sign and all but no '+' or underscores, as a double; nullopt when the
+// text is not all one number. Beyond the doubles, Python's float() (so Hydra) gives +-inf, or 0
+// below the subnormals: strtod's saturated result.
+std::optional<double> decimal_value(const std::string& digits) {
+  double value = 0;
+  const char* end = digits.data() + digits.size();
+  const auto [ptr, ec] = std::from_chars(digits.data(), end, value);
+  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    return std::nullopt;
+  if (ec == std::errc::result_out_of_range) value = std::strtod(digits.c_str(), nullptr);
+  return value;
+}
+
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
@@ -301,15 +314,7 @@ std::optional<double> parse_float(const std::string& text) {
   if (const auto integer = parse_int(text)) return static_cast<double>(*integer);
   std::string digits = without_underscores(text);
   if (!digits.empty() && digits[0] == '+') digits.erase(0, 1);
-  double value = 0;
-  const char* end = digits.data() + digits.size();
-  auto [ptr, ec] = std::from_chars(digits.data(), end, value);
-  if (digits.empty() || ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range))
-    return std::nullopt;
-  // Beyond the doubles, Python's float() (so Hydra) gives +-inf, or 0 below the subnormals:
-  // strtod's saturated result.
-  if (ec == std::errc::result_out_of_range) value = std::strtod(digits.c_str(), nullptr);
-  return value;
+  return decimal_value(digits);
 }
 
 std::optional<long long> python_int(const std::string& text) {
@@ -319,11 +324,7 @@ std::optional<long long> python_int(const std::string& text) {
   for (const char c : text) {
     if (c != '_' && c != '+' && !std::isspace(static_cast<unsigned char>(c))) digits += c;
   }
-  long long value = 0;
-  const char* end = digits.data() + digits.size();
-  const auto [ptr, ec] = std::from_chars(digits.data(), end, value);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return value;
+  return parse_digits(digits, 10);
 }
 
 std::optional<double> python_float(const std::string& text) {
@@ -336,13 +337,9 @@ std::optional<double> python_float(const std::string& text) {
   if (word[0] == '-' || word[0] == '+') word.erase(0, 1);
   if (word == "inf" || word == "infinity") return negative ? -INFINITY : INFINITY;
   if (word == "nan") return NAN;
-  double value = 0;
-  const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-  if (ptr != word.data() + word.size() || (ec != std::errc() && ec != std::errc::result_out_of_range))
-    return std::nullopt;
-  // Beyond the doubles Python gives +-inf, or 0 below the subnormals: strtod's saturated result.
-  if (ec == std::errc::result_out_of_range) value = std::strtod(word.c_str(), nullptr);
-  return negative ? -value : value;
+  const auto value = decimal_value(word);
+  if (!value) return std::nullopt;
+  return negative ? -*value : *value;
 }
 
 std::string format_float(double value, bool yaml_style) {
