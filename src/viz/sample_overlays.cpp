@@ -103,6 +103,26 @@ AttentionFigure make_attention_figure(
   return figure;
 }
 
+namespace {
+
+// Up to `wanted` samples of `dataset` from `next` on, which it advances past what it read; an
+// image that cannot be read is skipped with a warning under BadImagePolicy::skip.
+std::vector<Sample> read_samples(
+    const Dataset& dataset, int64_t& next, int64_t wanted, BadImagePolicy on_bad_image) {
+  std::vector<Sample> samples;
+  while (static_cast<int64_t>(samples.size()) < wanted && next < dataset.size()) {
+    try {
+      samples.push_back(dataset.get(next++));
+    } catch (const BadImageError& error) {
+      if (on_bad_image == BadImagePolicy::fail) throw;
+      log::warn() << error.what() << "; skipped (data.on_bad_image=skip)";
+    }
+  }
+  return samples;
+}
+
+}  // namespace
+
 std::vector<SampleOverlay> write_sample_overlays(
     CaptionerImpl& model,
     const Vocabulary& vocabulary,
@@ -120,20 +140,11 @@ std::vector<SampleOverlay> write_sample_overlays(
   int64_t next = 0;  // the next sample to read
   while (static_cast<int64_t>(written.size()) < count && next < dataset.size()) {
     const int64_t start = static_cast<int64_t>(written.size());
-    std::vector<Sample> samples;
-    std::vector<torch::Tensor> crops;
-    while (start + static_cast<int64_t>(samples.size()) < std::min(count, start + kBatch) &&
-           next < dataset.size()) {
-      try {
-        samples.push_back(dataset.get(next++));
-      } catch (const BadImageError& error) {
-        if (on_bad_image == BadImagePolicy::fail) throw;
-        log::warn() << error.what() << "; skipped (data.on_bad_image=skip)";
-        continue;
-      }
-      crops.push_back(samples.back().image);
-    }
+    const std::vector<Sample> samples =
+        read_samples(dataset, next, std::min(kBatch, count - start), on_bad_image);
     if (samples.empty()) break;
+    std::vector<torch::Tensor> crops;
+    for (const Sample& sample : samples) crops.push_back(sample.image);
     const auto batch = torch::stack(crops);
     const auto captions = caption_images(model, batch, image, search, precision);  // B captions
     const auto maps =
