@@ -49,36 +49,40 @@ std::u16string tokenizer_line(const std::string& caption) {
   return line;
 }
 
-// `text` split at runs of Python whitespace, without empty pieces.
-void split_python_whitespace(std::u16string_view text, std::vector<std::string>& out) {
-  size_t start = 0;
-  for (size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || is_python_space(text[i])) {
-      if (i > start) out.push_back(ptb_utf16_to_utf8(std::u16string(text.substr(start, i - start))));
-      start = i + 1;
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> ptb_tokenize(const std::string& caption) {
-  // ptbtokenizer.py: line.rstrip().split(' '), drop PUNCTUATIONS, join with ' ', and the scorers
-  // split that on whitespace; dropping the pieces and splitting each kept one is the same.
+  // ptbtokenizer.py: line.rstrip().split(' '), then drop PUNCTUATIONS.
   const std::u16string owned = tokenizer_line(caption);
   std::u16string_view line = owned;
   while (!line.empty() && is_python_space(line.back())) line.remove_suffix(1);
   std::vector<std::string> kept;
+  if (line.empty()) return kept;  // Python's [''], an empty caption to ROUGE-L as no tokens are
   size_t start = 0;
   for (size_t i = 0; i <= line.size(); ++i) {
     if (i < line.size() && line[i] != u' ') continue;
     const std::u16string_view piece = line.substr(start, i - start);
     if (std::find(kRemovedTokens.begin(), kRemovedTokens.end(), piece) == kRemovedTokens.end()) {
-      split_python_whitespace(piece, kept);
+      kept.push_back(ptb_utf16_to_utf8(std::u16string(piece)));
     }
     start = i + 1;
   }
   return kept;
+}
+
+std::vector<std::string> split_at_python_whitespace(const std::vector<std::string>& tokens) {
+  std::vector<std::string> words;
+  for (const std::string& token : tokens) {
+    const std::u16string text = ptb_utf8_to_utf16(token);
+    size_t start = 0;
+    for (size_t i = 0; i <= text.size(); ++i) {
+      if (i == text.size() || is_python_space(text[i])) {
+        if (i > start) words.push_back(ptb_utf16_to_utf8(text.substr(start, i - start)));
+        start = i + 1;
+      }
+    }
+  }
+  return words;
 }
 
 }  // namespace saccade

@@ -8,14 +8,16 @@
 // (`-preserveLines -lowerCase`) on them, decodes its output as UTF-8, and for each line keeps
 // the space-separated pieces that are not in its PUNCTUATIONS list: '' ' `` ` . ? ! , : ; - --
 // ... (the list also names -LRB- -RRB- -LCB- -RCB-, in upper case, while the lower-cased output
-// says -lrb-, so brackets stay and are scored like words). The scorers then split on any
-// whitespace. This function reproduces that without Java:
+// says -lrb-, so brackets stay and are scored like words). rouge.py and meteor.py take those
+// pieces as they are; bleu and cider split them again at any whitespace (Python 3's str.split()).
+// This function reproduces the pieces without Java:
 //   - the lexer is PTBLexer.flex of 3.4.1 rule for rule (ptb_lexer.h): SGML tags, entities,
 //     abbreviation lists, clitics, URLs, e-mail, numbers, fractions, currency, emoticons,
 //     quotes, dashes, ellipses, and deletion of characters no rule knows (emoji among them);
 //   - the text is UTF-8 read the way Java reads it (invalid bytes become U+FFFD), lexed as
 //     UTF-16, and tokens are lower-cased as Java's String.toLowerCase(Locale.ENGLISH) does;
-//   - spaces inside tokens are U+00A0 ("3 1/2" is one token), so they split here again.
+//   - a space inside a token is U+00A0 ("3 1/2" is one token, as are phone numbers and SGML
+//     tags with attributes); split_at_python_whitespace cuts such tokens for BLEU and CIDEr-D.
 // Two things depend on the neighbouring captions, which one caption does not know:
 //   - the caption is lexed as if followed by a line break and a line starting with a lower-case
 //     word. A few rules look past the line break: an acronym of one letter ("C.") loses its
@@ -33,8 +35,12 @@
 
 namespace saccade {
 
-// The tokens coco-caption would score for `caption` (UTF-8). Empty when nothing but
-// punctuation, spaces and untokenizable characters remain.
+// The tokens coco-caption's tokenizer gives for `caption` (UTF-8), which its ROUGE-L and METEOR
+// score. Empty when nothing but punctuation, spaces and untokenizable characters remain.
 std::vector<std::string> ptb_tokenize(const std::string& caption);
+
+// `tokens` (UTF-8) split again at Python whitespace, without empty pieces: the words coco-caption's
+// BLEU and CIDEr-D score (str.split() under Python 3, which cuts at U+00A0).
+std::vector<std::string> split_at_python_whitespace(const std::vector<std::string>& tokens);
 
 }  // namespace saccade

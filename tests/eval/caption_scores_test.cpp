@@ -83,6 +83,15 @@ TEST(ScoreCaptions, WithoutNormalizationSplitsOnWhitespaceOnly) {
   EXPECT_NEAR(score_captions({{"1", {"dog"}}}, {{"1", "Dog."}}, {}).bleu[0], 1.0, 1e-8);
 }
 
+TEST(ScoreCaptions, RougeLKeepsATokenSpacedWithANoBreakSpaceWhichBleuSplits) {
+  // The tokenizer makes "3 1/2" one token. ROUGE-L (rouge.py splits at ' ') sees a, 3 1/2, x
+  // against a, 3 1/2, y: LCS 2 of 3, 2/3 (not 3/4). BLEU-1 (str.split()) sees four words each:
+  // 3 of 4 match, 3/4 (not 2/3).
+  const CaptionScores scores = score_captions({{"1", {"a 3 1/2 y"}}}, {{"1", "a 3 1/2 x"}}, {});
+  EXPECT_NEAR(scores.rouge_l, 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(scores.bleu[0], 0.75, 1e-9);
+}
+
 TEST(ScoreCaptions, EmptyCandidatesScoreZeroAndAreCounted) {
   const CaptionScores scores = score_captions(
       {{"1", {"a dog runs"}}, {"2", {"a cat sleeps"}}}, {{"1", "a dog runs"}, {"2", " . "}}, {});
@@ -168,6 +177,15 @@ TEST_F(MeteorTest, SpeaksTheStdioProtocol) {
   ASSERT_TRUE(scores.available);
   EXPECT_EQ(scores.per_image, (std::vector<double>{3, 2}));
   EXPECT_EQ(scores.corpus, 5);
+}
+
+TEST_F(MeteorTest, ScoreCaptionsSendsTheTokenizersTokens) {
+  // As coco-caption sends them: "3 1/2" one word, spaced with U+00A0 (the stand-in counts words
+  // at ASCII spaces: 3, not 4).
+  ScoreOptions score_options;
+  score_options.meteor = options(fake_java(kFakeMeteor));
+  const CaptionScores scores = score_captions({{"1", {"a 3 1/2 y"}}}, {{"1", "a 3 1/2 x"}}, score_options);
+  EXPECT_EQ(scores.meteor, 3.0);
 }
 
 TEST_F(MeteorTest, UnavailableWithoutJava) {

@@ -76,9 +76,10 @@ TEST(PtbTokenize, UnicodePunctuationActsLikeAscii) {
 TEST(PtbTokenize, SgmlTagsStayOneToken) {
   // SGML: a tag is one token ("<unk>" is not "<" "unk" ">").
   EXPECT_EQ(ptb_tokenize("a <unk> dog"), (Tokens{"a", "<unk>", "dog"}));
-  EXPECT_EQ(ptb_tokenize("<br/> </p> <!DOCTYPE html>"), (Tokens{"<br/>", "</p>", "<!doctype", "html>"}));
-  // SGML with normalizeSpace: the space inside becomes U+00A0, where Python's split() cuts.
-  EXPECT_EQ(ptb_tokenize("<a href='x'>"), (Tokens{"<a", "href='x'>"}));
+  EXPECT_EQ(ptb_tokenize("<br/> </p> <!DOCTYPE html>"), (Tokens{"<br/>", "</p>", "<!doctype\u00a0html>"}));
+  // SGML with normalizeSpace: the space inside becomes U+00A0, still one token (BLEU and CIDEr-D
+  // cut it: split_at_python_whitespace).
+  EXPECT_EQ(ptb_tokenize("<a href='x'>"), (Tokens{"<a\u00a0href='x'>"}));
   // No letter after '<': LESSTHAN, then NUMBER.
   EXPECT_EQ(ptb_tokenize("<3"), (Tokens{"<", "3"}));
 }
@@ -152,8 +153,17 @@ TEST(PtbTokenize, CurrencyAndFractions) {
       (Tokens{"us$", "5", "#", "3", "$", "2", "cents", "\u00a5"}));
   // FRAC2 with normalizeFractions (escapeForwardSlashAsterisk is off: no backslash); U+215B stays.
   EXPECT_EQ(ptb_tokenize("\u00bd \u00be \u215b"), (Tokens{"1/2", "3/4", "\u215b"}));
-  // FRAC joins "3 1/2" with U+00A0, which Python's split() cuts again.
-  EXPECT_EQ(ptb_tokenize("3 1/2 cups 3-1/2"), (Tokens{"3", "1/2", "cups", "3-1/2"}));
+  // FRAC joins "3 1/2" with U+00A0 into one token.
+  EXPECT_EQ(ptb_tokenize("3 1/2 cups 3-1/2"), (Tokens{"3\u00a01/2", "cups", "3-1/2"}));
+}
+
+TEST(PtbTokenize, SplittingAtPythonWhitespaceCutsWhatTheLexerJoined) {
+  // str.split() under Python 3: U+00A0, U+2003 and the ASCII separators cut; empty pieces go.
+  EXPECT_EQ(
+      split_at_python_whitespace({"3\u00a01/2", "a\u2003b\u00a0", "cups", "\u00a0"}),
+      (Tokens{"3", "1/2", "a", "b", "cups"}));
+  // Not whitespace to Python: U+200B (zero width) and U+FEFF.
+  EXPECT_EQ(split_at_python_whitespace({"a\u200bb\ufeffc"}), (Tokens{"a\u200bb\ufeffc"}));
 }
 
 TEST(PtbTokenize, EmojiAndSymbols) {
