@@ -47,9 +47,10 @@ std::string replace_all(const std::string& text, const std::string& from, const 
   return out + text.substr(start);
 }
 
-// A caption as one METEOR segment: tokens joined by spaces, with the protocol's separator "|||"
-// removed and the double space that leaves collapsed, as coco-caption does for candidates.
-std::string segment(const Tokens& tokens) {
+// The candidate as one METEOR segment: tokens joined by spaces, with the protocol's separator
+// "|||" removed and the double space that leaves collapsed. coco-caption cleans only the
+// candidate: a reference goes as it is, and a "|||" in it splits it in two for the jar.
+std::string candidate_segment(const Tokens& tokens) {
   return replace_all(replace_all(join(tokens, " "), "|||", ""), "  ", " ");
 }
 
@@ -174,8 +175,8 @@ MeteorScores meteor(const std::vector<ImageTokens>& images, const MeteorOptions&
   std::string evaluation = "EVAL";
   for (const auto& image : images) {
     std::string request = "SCORE";
-    for (const auto& reference : image.references) request += " ||| " + segment(reference);
-    process.write_line(request + " ||| " + segment(image.candidate));
+    for (const auto& reference : image.references) request += " ||| " + join(reference, " ");
+    process.write_line(request + " ||| " + candidate_segment(image.candidate));
     evaluation += " ||| " + process.read_line();
   }
   process.write_line(evaluation);

@@ -154,18 +154,26 @@ class MeteorTest : public ::testing::Test {
   std::filesystem::path jar_ = dir_ / "meteor" / "meteor-1.5.jar";
 };
 
-const char* const kFakeMeteor = R"sh(
+// The stand-in's script, answering each SCORE line with `score_answer` (a shell command that
+// reads $line).
+std::string fake_meteor(const std::string& score_answer) {
+  const std::string before = R"sh(
 [ "$1 $2 $4 $5 $6 $7 $8 $9" = "-Xmx2G -jar - - -stdio -l en -norm" ] || exit 3
 [ "$(pwd)" = "$(dirname "$3")" ] || exit 4
 while IFS= read -r line; do
   case "$line" in
-    SCORE*) set -f; set -- ${line##*'||| '}; echo $# ;;
+    SCORE*) )sh";
+  const std::string after = R"sh( ;;
     EVAL*) stats=$(printf '%s\n' "${line#EVAL ||| }" | sed 's/ ||| /\n/g')
            printf '%s\n' "$stats"
            echo $(( $(printf '%s\n' "$stats" | paste -sd+ -) )) ;;
   esac
 done
 )sh";
+  return before + score_answer + after;
+}
+
+const std::string kFakeMeteor = fake_meteor("set -f; set -- ${line##*'||| '}; echo $#");
 
 TEST_F(MeteorTest, SpeaksTheStdioProtocol) {
   const std::vector<ImageTokens> images = {
@@ -177,6 +185,16 @@ TEST_F(MeteorTest, SpeaksTheStdioProtocol) {
   ASSERT_TRUE(scores.available);
   EXPECT_EQ(scores.per_image, (std::vector<double>{3, 2}));
   EXPECT_EQ(scores.corpus, 5);
+}
+
+TEST_F(MeteorTest, OnlyTheCandidateLosesTheSeparator) {
+  // As meteor.py: a "|||" in a reference goes to the jar, which reads two references (3
+  // separators in the line); the candidate's is dropped.
+  const std::vector<ImageTokens> images = {{{"a", "|||", "cat"}, {{"a", "|||", "cat"}}}};
+  const auto count_separators = "printf '%s\\n' \"$line\" | grep -o '|||' | wc -l";
+  const MeteorScores scores = meteor(images, options(fake_java(fake_meteor(count_separators))));
+  ASSERT_TRUE(scores.available);
+  EXPECT_EQ(scores.per_image, (std::vector<double>{3}));
 }
 
 TEST_F(MeteorTest, ScoreCaptionsSendsTheTokenizersTokens) {
