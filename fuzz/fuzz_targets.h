@@ -22,7 +22,7 @@ namespace saccade::fuzz {
 void fuzz_config(std::string_view input);         // config.yaml text; lines starting with '%' are overrides
 void fuzz_overrides(std::string_view input);      // one override per line, then their sweep expansion
 void fuzz_json(std::string_view input);           // parse, then write and read back
-void fuzz_ptb_tokenizer(std::string_view input);  // coco-caption's tokens of one caption
+void fuzz_ptb_tokenizer(std::string_view input);  // coco-caption's tokens of captions, alone and listed
 void fuzz_safetensors(std::string_view input);    // a safetensors file
 void fuzz_karpathy(std::string_view input);       // a Karpathy split file
 void fuzz_coco(std::string_view input);           // COCO captions JSON; after a NUL byte, its split list

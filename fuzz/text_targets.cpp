@@ -1,7 +1,9 @@
 // Fuzz targets over text: config composition, the overrides grammar, JSON, the PTB tokenizer.
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "config/overrides.h"
@@ -60,10 +62,35 @@ void fuzz_json(std::string_view input) {
   });
 }
 
+// The input's lines as a list of captions, and each alone: a caption that a line starting with a
+// lower-case letter follows is tokenized as it is alone.
 void fuzz_ptb_tokenizer(std::string_view input) {
-  for (const auto& token : ptb_tokenize(std::string(input))) {
-    require(!token.empty(), "an empty token");
-    require(token.find_first_of(" \t\n\r\f\v") == std::string::npos, "a token with a space: " + token);
+  std::vector<std::string> captions;
+  for (size_t start = 0;;) {
+    const size_t end = std::min(input.find('\n', start), input.size());
+    captions.emplace_back(input.substr(start, end - start));
+    if (end == input.size()) break;
+    start = end + 1;
+  }
+  const std::vector<std::vector<std::string>> listed = ptb_tokenize_captions(captions);
+  require(listed.size() == captions.size(), "not one token list per caption");
+  for (size_t i = 0; i < captions.size(); ++i) {
+    const std::vector<std::string> alone = ptb_tokenize(captions[i]);
+    // A token holds no ' ' (PTBTokenizer's separator) and no line break (METEOR's protocol is by
+    // line); other whitespace can stay inside one ("http://a\vb"), until BLEU's words split it.
+    for (const auto& token : alone) {
+      require(!token.empty(), "an empty token");
+      require(
+          token.find_first_of(" \n\r") == std::string::npos, "a token with a space or line break: " + token);
+    }
+    for (const auto& word : split_at_python_whitespace(alone)) {
+      require(word.find_first_of(" \t\n\r\f\v") == std::string::npos, "a word with a space: " + word);
+    }
+    const bool lower_case_next =
+        i + 1 < captions.size() && std::islower(static_cast<unsigned char>(captions[i + 1][0]));
+    require(
+        !lower_case_next || listed[i] == alone,
+        "caption " + std::to_string(i) + " lexed apart from its list");
   }
 }
 

@@ -1,6 +1,7 @@
 // score_captions: tokenizes both sides once, then runs every metric over the whole set.
 #include "eval/caption_scores.h"
 
+#include <cstddef>
 #include <sstream>
 #include <stdexcept>
 
@@ -9,12 +10,58 @@
 namespace saccade {
 namespace {
 
-Tokens tokenize(const std::string& caption, bool normalize) {
-  if (normalize) return ptb_tokenize(caption);
-  Tokens tokens;
-  std::istringstream words(caption);
-  for (std::string word; words >> word;) tokens.push_back(word);
-  return tokens;
+// Each caption's tokens: PTB-normalized the way coco-caption's tokenizer file holds them, in this
+// order, or split at whitespace as given.
+std::vector<Tokens> tokenize(const std::vector<std::string>& captions, bool normalize) {
+  if (normalize) return ptb_tokenize_captions(captions);
+  std::vector<Tokens> all;
+  for (const std::string& caption : captions) {
+    Tokens& tokens = all.emplace_back();
+    std::istringstream words(caption);
+    for (std::string word; words >> word;) tokens.push_back(word);
+  }
+  return all;
+}
+
+// Each image's candidate and references, tokenized, in id order. Each side is tokenized as one
+// file, image by image (coco-caption's follows the annotation file; only the line after an
+// image's last reference can differ).
+std::vector<ImageTokens> tokenize_images(
+    const std::map<std::string, std::vector<std::string>>& references,
+    const std::map<std::string, std::string>& candidates,
+    bool normalize) {
+  std::vector<std::string> candidate_texts, reference_texts;
+  for (const auto& [id, caption] : candidates) {
+    const auto it = references.find(id);
+    if (it == references.end())
+      throw std::invalid_argument("Image '" + id + "' has a candidate but no references");
+    candidate_texts.push_back(caption);
+    reference_texts.insert(reference_texts.end(), it->second.begin(), it->second.end());
+  }
+  std::vector<Tokens> candidate_tokens = tokenize(candidate_texts, normalize);
+  const std::vector<Tokens> reference_tokens = tokenize(reference_texts, normalize);
+  std::vector<ImageTokens> images;
+  auto next_reference = reference_tokens.begin();
+  for (const auto& [id, caption] : candidates) {
+    ImageTokens& image = images.emplace_back();
+    image.candidate = std::move(candidate_tokens[images.size() - 1]);
+    const auto count = static_cast<std::ptrdiff_t>(references.at(id).size());
+    image.references.assign(next_reference, next_reference + count);
+    next_reference += count;
+  }
+  return images;
+}
+
+// `images` with every token split again at Python whitespace (split_at_python_whitespace).
+std::vector<ImageTokens> words_of(const std::vector<ImageTokens>& images) {
+  std::vector<ImageTokens> split;
+  for (const ImageTokens& image : images) {
+    ImageTokens& words = split.emplace_back();
+    words.candidate = split_at_python_whitespace(image.candidate);
+    for (const Tokens& reference : image.references)
+      words.references.push_back(split_at_python_whitespace(reference));
+  }
+  return split;
 }
 
 }  // namespace
@@ -38,23 +85,11 @@ CaptionScores score_captions(
   // coco-caption's scorers read the tokenizer's output two ways: rouge.py and meteor.py split it
   // at ' ' only, BLEU and CIDEr-D at any whitespace, which also cuts a token the tokenizer spaced
   // with U+00A0 ("3 1/2").
+  const std::vector<ImageTokens> spaced = tokenize_images(references, candidates, options.normalize);
+  const std::vector<ImageTokens> words = options.normalize ? words_of(spaced) : spaced;
   CaptionScores scores;
-  std::vector<ImageTokens> spaced, words;
-  auto split = [&](const Tokens& tokens) {
-    return options.normalize ? split_at_python_whitespace(tokens) : tokens;
-  };
-  for (const auto& [id, caption] : candidates) {
-    const auto it = references.find(id);
-    if (it == references.end())
-      throw std::invalid_argument("Image '" + id + "' has a candidate but no references");
-    ImageTokens& image = spaced.emplace_back(ImageTokens{tokenize(caption, options.normalize), {}});
-    for (const auto& reference : it->second)
-      image.references.push_back(tokenize(reference, options.normalize));
-    ImageTokens& image_words = words.emplace_back(ImageTokens{split(image.candidate), {}});
-    for (const auto& reference : image.references) image_words.references.push_back(split(reference));
-    if (image_words.candidate.empty()) ++scores.empty_candidates;
-    scores.images.emplace_back().image_id = id;
-  }
+  for (const auto& [id, caption] : candidates) scores.images.emplace_back().image_id = id;
+  for (const ImageTokens& image : words) scores.empty_candidates += image.candidate.empty();
 
   const BleuScores bleu_scores = bleu(words);
   const std::vector<double> cider_scores = cider_d(words);

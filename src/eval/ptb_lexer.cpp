@@ -498,13 +498,17 @@ class PtbLexer {
     }
   }
 
-  std::vector<std::u16string> lex(std::u16string_view text) {
-    std::vector<std::u16string> tokens;
+  std::vector<PtbToken> lex(std::u16string_view text) {
+    std::vector<PtbToken> tokens;
+    std::vector<std::u16string> emitted;
     for (size_t pos = 0; pos < text.size();) {
       const PtbNfa::Match match = scanner_.longest(text, pos);
       const Rule& rule = rules_[match.rule];
       const size_t end = rule.trail == nullptr ? match.end : head_end(rule, text, pos, match.end);
-      pos = act(rule, text.substr(pos, end - pos), pos, tokens);
+      const size_t next = act(rule, text.substr(pos, end - pos), pos, emitted);
+      for (std::u16string& token : emitted) tokens.push_back({std::move(token), pos});
+      emitted.clear();
+      pos = next;
     }
     return tokens;
   }
@@ -588,7 +592,7 @@ class PtbLexer {
 
 }  // namespace
 
-std::vector<std::u16string> ptb_lex(std::u16string_view text) {
+std::vector<PtbToken> ptb_lex(std::u16string_view text) {
   // The lazily built automata grow as they meet new text, so each thread keeps its own.
   thread_local PtbLexer lexer;
   return lexer.lex(text);

@@ -5,10 +5,12 @@
 // escapeForwardSlashAsterisk off, splitAssimilations on ("cannot" -> "can" "not"), and
 // untokenizable characters deleted.
 //
-//   ptb_lex(u"Mr. Smith's <unk> (AT&T)")  // {u"Mr.", u"Smith", u"'s", u"<unk>", u"-LRB-", u"AT&T", u"-RRB-"}
+//   ptb_lex(u"Mr. Smith's <unk> (AT&T)")  // texts u"Mr.", u"Smith", u"'s", u"<unk>", u"-LRB-", u"AT&T",
+//   u"-RRB-"
 //
 // Tokens keep their case (PTBTokenizer's -lowerCase acts on its output). Line breaks separate
-// tokens; their *NL* tokens are not returned.
+// tokens; their *NL* tokens are not returned. Each token says where its text begins, which tells
+// the line it came from.
 #pragma once
 
 #include <string>
@@ -17,6 +19,11 @@
 
 namespace saccade {
 
-std::vector<std::u16string> ptb_lex(std::u16string_view text);
+struct PtbToken {
+  std::u16string text;
+  size_t begin = 0;  // where the text it came from begins in the lexed text, in UTF-16 units
+};
+
+std::vector<PtbToken> ptb_lex(std::u16string_view text);
 
 }  // namespace saccade

@@ -23,18 +23,13 @@ bool is_python_space(char16_t unit) {
          unit == 0x202F || unit == 0x205F || unit == 0x3000;
 }
 
-// The output line PTBTokenizer writes for the caption: lower-cased tokens joined by spaces, with
-// unpaired surrogates as '?', the way Java's UTF-8 writer replaces them.
-std::u16string tokenizer_line(const std::string& caption) {
-  std::string text = caption;
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  // coco-caption's input file ends every caption but the last with a line break; the lexer's
-  // trailing-context rules look at it.
-  text += '\n';
+// The output line PTBTokenizer writes for `tokens`: lower-cased, joined by spaces, with unpaired
+// surrogates as '?', the way Java's UTF-8 writer replaces them.
+std::u16string output_line(const PtbToken* first, const PtbToken* last) {
   std::u16string line;
-  for (const std::u16string& token : ptb_lex(ptb_utf8_to_utf16(text))) {
+  for (const PtbToken* token = first; token != last; ++token) {
     if (!line.empty()) line += u' ';
-    std::u16string lower = ptb_java_lower_case(token);
+    std::u16string lower = ptb_java_lower_case(token->text);
     for (size_t i = 0; i < lower.size(); ++i) {
       const bool high = lower[i] >= 0xD800 && lower[i] <= 0xDBFF;
       const bool paired = high && i + 1 < lower.size() && lower[i + 1] >= 0xDC00 && lower[i + 1] <= 0xDFFF;
@@ -49,12 +44,8 @@ std::u16string tokenizer_line(const std::string& caption) {
   return line;
 }
 
-}  // namespace
-
-std::vector<std::string> ptb_tokenize(const std::string& caption) {
-  // ptbtokenizer.py: line.rstrip().split(' '), then drop PUNCTUATIONS.
-  const std::u16string owned = tokenizer_line(caption);
-  std::u16string_view line = owned;
+// ptbtokenizer.py's tokens of one output line: line.rstrip().split(' '), less PUNCTUATIONS.
+std::vector<std::string> kept_pieces(std::u16string_view line) {
   while (!line.empty() && is_python_space(line.back())) line.remove_suffix(1);
   std::vector<std::string> kept;
   if (line.empty()) return kept;  // Python's [''], an empty caption to ROUGE-L as no tokens are
@@ -68,6 +59,44 @@ std::vector<std::string> ptb_tokenize(const std::string& caption) {
     start = i + 1;
   }
   return kept;
+}
+
+// Each caption's tokens when `captions` are lexed as one text, one per line ('\n' inside one
+// made a space), the last followed by `ending`: the lexer's trailing-context rules look past a
+// line's end. A token belongs to the caption its text begins in.
+std::vector<std::vector<std::string>> tokenize_lines(
+    const std::vector<std::string>& captions, std::u16string_view ending) {
+  std::u16string text;
+  std::vector<size_t> line_ends;
+  for (const std::string& caption : captions) {
+    if (!line_ends.empty()) text += u'\n';
+    std::string line = caption;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    text += ptb_utf8_to_utf16(line);
+    line_ends.push_back(text.size());
+  }
+  text += ending;
+  const std::vector<PtbToken> tokens = ptb_lex(text);
+  std::vector<std::vector<std::string>> lines;
+  const PtbToken* token = tokens.data();
+  const PtbToken* const end = token + tokens.size();
+  for (const size_t line_end : line_ends) {
+    const PtbToken* first = token;
+    while (token != end && token->begin < line_end) ++token;
+    lines.push_back(kept_pieces(output_line(first, token)));
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::vector<std::string> ptb_tokenize(const std::string& caption) {
+  // As one caption of coco-caption's file that another follows.
+  return tokenize_lines({caption}, u"\n").front();
+}
+
+std::vector<std::vector<std::string>> ptb_tokenize_captions(const std::vector<std::string>& captions) {
+  return tokenize_lines(captions, u"");
 }
 
 std::vector<std::string> split_at_python_whitespace(const std::vector<std::string>& tokens) {

@@ -18,11 +18,13 @@
 //     UTF-16, and tokens are lower-cased as Java's String.toLowerCase(Locale.ENGLISH) does;
 //   - a space inside a token is U+00A0 ("3 1/2" is one token, as are phone numbers and SGML
 //     tags with attributes); split_at_python_whitespace cuts such tokens for BLEU and CIDEr-D.
-// Two things depend on the neighbouring captions, which one caption does not know:
-//   - the caption is lexed as if followed by a line break and a line starting with a lower-case
-//     word. A few rules look past the line break: an acronym of one letter ("C.") loses its
-//     period when the next caption starts with one of ACRONYM's words ("A", "The", ...), and
-//     "fig." "no." keep theirs when it starts with a digit;
+// coco-caption lexes all the captions of one side as one file, a caption per line, and a few rules
+// look past a line's end: an acronym of one letter ("C.") loses its period when the next caption
+// starts with one of ACRONYM's words ("A", "The", ...), and "fig." "no." keep theirs when it
+// starts with a digit. So:
+//   - ptb_tokenize_captions lexes a list the same way, each caption before the next and the last
+//     before the end of the text;
+//   - ptb_tokenize lexes one caption as if a line starting with a lower-case word followed it;
 //   - a line break the lexer sees inside a caption (\r, U+2028, U+2029, U+000B, U+000C) makes
 //     PTBTokenizer start a new output line, which shifts every later caption in coco-caption;
 //     here it only separates tokens, and the caption keeps all of its own.
@@ -38,6 +40,9 @@ namespace saccade {
 // The tokens coco-caption's tokenizer gives for `caption` (UTF-8), which its ROUGE-L and METEOR
 // score. Empty when nothing but punctuation, spaces and untokenizable characters remain.
 std::vector<std::string> ptb_tokenize(const std::string& caption);
+
+// Each caption's tokens when `captions` are lexed as coco-caption's file holds them, in this order.
+std::vector<std::vector<std::string>> ptb_tokenize_captions(const std::vector<std::string>& captions);
 
 // `tokens` (UTF-8) split again at Python whitespace, without empty pieces: the words coco-caption's
 // BLEU and CIDEr-D score (str.split() under Python 3, which cuts at U+00A0).

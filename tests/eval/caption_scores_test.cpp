@@ -92,6 +92,16 @@ TEST(ScoreCaptions, RougeLKeepsATokenSpacedWithANoBreakSpaceWhichBleuSplits) {
   EXPECT_NEAR(scores.bleu[0], 0.75, 1e-9);
 }
 
+TEST(ScoreCaptions, AReferenceIsLexedBeforeTheNextAsInCocoCaptionsFile) {
+  // "letter B." followed by a reference starting "A" loses its period, so the candidate matches
+  // the first reference word for word: BLEU-4 and ROUGE-L 1 (with "b." kept, BLEU-1 is 5/6).
+  const CaptionScores scores = score_captions(
+      {{"1", {"A sign with the letter B.", "A red sign on a pole."}}}, {{"1", "a sign with the letter b"}},
+      {});
+  EXPECT_NEAR(scores.bleu[3], 1.0, 1e-8);
+  EXPECT_NEAR(scores.rouge_l, 1.0, 1e-12);
+}
+
 TEST(ScoreCaptions, EmptyCandidatesScoreZeroAndAreCounted) {
   const CaptionScores scores = score_captions(
       {{"1", {"a dog runs"}}, {"2", {"a cat sleeps"}}}, {{"1", "a dog runs"}, {"2", " . "}}, {});

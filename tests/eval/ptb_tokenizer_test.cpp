@@ -55,6 +55,20 @@ TEST(PtbTokenize, AbbreviationsAndAcronymsKeepTheirPeriod) {
   EXPECT_EQ(ptb_tokenize("vitamin C."), (Tokens{"vitamin", "c."}));
 }
 
+TEST(PtbTokenize, CaptionsInAListSeeTheLineAfterThem) {
+  // "B." before a line starting "A" is the letter and a sentence's period; "fig." before a digit
+  // keeps its period, and loses it before a word. The last caption sees the end of the text.
+  EXPECT_EQ(
+      ptb_tokenize_captions({"A sign with the letter B.", "A red fig.", "3 figs and vitamin C.", "", "fig."}),
+      (std::vector<Tokens>{
+          {"a", "sign", "with", "the", "letter", "b"},
+          {"a", "red", "fig."},
+          {"3", "figs", "and", "vitamin", "c."},
+          {},
+          {"fig"}}));
+  EXPECT_TRUE(ptb_tokenize_captions({}).empty());
+}
+
 TEST(PtbTokenize, QuotesDashesAndEllipsesAreRemoved) {
   EXPECT_EQ(
       ptb_tokenize("He said \"hi\" -- and `left' - slowly..."),
