@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "base/text.h"
 #include "config/yaml_tree.h"
@@ -165,7 +168,12 @@ std::optional<std::string> package_header(const std::string& text, const fs::pat
   return package;
 }
 
-// yaml-cpp keeps duplicate keys; OmegaConf rejects them.
+// A plain `<<` key: YAML's merge key, which PyYAML's loader, and so OmegaConf's, expands.
+bool is_merge_key(const YAML::Node& key) {
+  return key.IsScalar() && key.Tag() == "?" && key.Scalar() == "<<";
+}
+
+// yaml-cpp keeps duplicate keys; OmegaConf rejects them, merge keys aside.
 void check_duplicate_keys(const YAML::Node& node, const fs::path& file) {
   if (node.IsSequence()) {
     for (const auto& item : node) check_duplicate_keys(item, file);
@@ -173,6 +181,10 @@ void check_duplicate_keys(const YAML::Node& node, const fs::path& file) {
   if (!node.IsMap()) return;
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
+    if (is_merge_key(it->first)) {
+      check_duplicate_keys(it->second, file);
+      continue;
+    }
     if (!seen.insert(it->first.Scalar()).second) {
       throw ConfigError(
           file.string() + ":" + std::to_string(it->first.Mark().line + 1) + ": duplicate key '" +
@@ -206,6 +218,60 @@ const char* python_type(const YAML::Node& node) {
       break;
   }
   return "str";
+}
+
+// A copy of `node` (aliases copied apart, as OmegaConf's containers are) with each merge key
+// expanded as PyYAML expands it: `<<: *base`, or a list of mappings of which the first wins, puts
+// their keys before the mapping's own, and the mapping's own values win.
+YAML::Node with_merge_keys_expanded(const YAML::Node& node, const fs::path& file) {
+  if (node.IsSequence()) {
+    YAML::Node copy(YAML::NodeType::Sequence);
+    for (const auto& item : node) copy.push_back(with_merge_keys_expanded(item, file));
+    return copy;
+  }
+  if (!node.IsMap()) return YAML::Clone(node);
+  std::vector<std::pair<YAML::Node, YAML::Node>> merged, own;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node value = with_merge_keys_expanded(it->second, file);
+    if (!is_merge_key(it->first)) {
+      own.emplace_back(it->first, value);
+      continue;
+    }
+    const bool mappings =
+        value.IsMap() ||
+        (value.IsSequence() &&
+         std::all_of(value.begin(), value.end(), [](const YAML::Node& item) { return item.IsMap(); }));
+    if (!mappings) {
+      throw ConfigError(
+          file.string() + ":" + std::to_string(it->first.Mark().line + 1) +
+          ": the merge key '<<' takes a mapping or a list of mappings, got " + python_type(it->second));
+    }
+    // A list's mappings go in reverse order, so that the first one's values win.
+    std::vector<YAML::Node> sources;
+    if (value.IsMap()) {
+      sources.push_back(value);
+    } else {
+      for (const auto& item : value) sources.insert(sources.begin(), item);
+    }
+    for (const YAML::Node& source : sources) {
+      for (auto entry = source.begin(); entry != source.end(); ++entry)
+        merged.emplace_back(entry->first, entry->second);
+    }
+  }
+  // As a Python dict fills: a key seen again keeps its place and takes the later value.
+  merged.insert(merged.end(), own.begin(), own.end());
+  std::vector<size_t> first_of_key;
+  std::map<std::string, size_t> last_of_key;
+  for (size_t i = 0; i < merged.size(); ++i) {
+    const auto [at, first] = last_of_key.emplace(merged[i].first.Scalar(), i);
+    if (first) first_of_key.push_back(i);
+    at->second = i;
+  }
+  YAML::Node copy(YAML::NodeType::Map);
+  for (const size_t i : first_of_key) {
+    copy.force_insert(merged[i].first, merged[last_of_key.at(merged[i].first.Scalar())].second);
+  }
+  return copy;
 }
 
 // `group@pkg` -> (group, pkg); an empty package counts as none.
@@ -679,6 +745,7 @@ const ConfigFile* ConfigRepository::load(const std::string& config_path) {
   if (!root.IsMap())
     throw ConfigError(file.string() + ": a config file must hold a mapping at the top level");
   check_duplicate_keys(root, file);
+  root.reset(with_merge_keys_expanded(root, file));
   const YAML::Node defaults = find_child(root, "defaults");
   if (defaults) {
     if (!defaults.IsSequence()) {

@@ -312,6 +312,25 @@ TEST_F(ComposeTest, MalformedYamlNamesFileAndLine) {
       compose({"dataset=list"}), (dir_ / "dataset/list.yaml").string() + ": a config file must hold");
 }
 
+TEST_F(ComposeTest, MergeKeysExpandAsPyYamlExpandsThem) {
+  // Worked from PyYAML's flatten_mapping: the merged keys come first, the mapping's own values
+  // win, and of a list of mappings the first wins. A quoted '<<' is an ordinary key.
+  write(
+      "dataset/merged.yaml",
+      "base: &b {x: 1, y: 2}\nother: &o {y: 7, z: 8}\nderived:\n  <<: *b\n  y: 3\n"
+      "listed: {<<: [*b, *o], w: 0}\nquoted: {'<<': 1}\n");
+  const Composition c = compose({"dataset=merged", "dataset.derived.x=5"});
+  EXPECT_EQ(
+      Config(c.config.resolved("dataset")).to_yaml(),
+      "base:\n  x: 1\n  'y': 2\nother:\n  'y': 7\n  z: 8\nderived:\n  x: 5\n  'y': 3\n"
+      "listed:\n  'y': 2\n  z: 8\n  x: 1\n  w: 0\nquoted:\n  '<<': 1\n");
+  write("dataset/bad_merge.yaml", "a: 1\nb:\n  <<: 5\n");
+  EXPECT_CONFIG_ERROR(
+      compose({"dataset=bad_merge"}),
+      (dir_ / "dataset/bad_merge.yaml").string() +
+          ":3: the merge key '<<' takes a mapping or a list of mappings, got int");
+}
+
 TEST_F(ComposeTest, GroupOptionsAreSortedYamlFiles) {
   write("dataset/readme.txt", "not an option\n");
   write("dataset/sub/inner.yaml", "x: 1\n");
