@@ -258,7 +258,7 @@ int run_jobs(const Parsed& parsed) {
   const CommandSpec& command = *invocation.command;
   std::vector<std::vector<std::string>> job_overrides;
   if (invocation.multirun) {
-    job_overrides = expand_sweeps(invocation.request.overrides);
+    job_overrides = expand_sweeps(invocation.request.overrides, invocation.request.config_dir);
   } else {
     reject_sweeps(invocation.request.overrides);
     job_overrides = {invocation.request.overrides};

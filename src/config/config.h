@@ -112,9 +112,11 @@ struct Composition {
 // Throws ConfigError with Hydra's messages for every failure (file and line for bad YAML).
 Composition compose(const ComposeRequest& request);
 
-// Expands multirun overrides into jobs: sweeps `k=a,b`, `choice(...)`, `range(a,b[,step])`;
+// Expands multirun overrides into jobs: sweeps `k=a,b`, `choice(...)`, `range(a,b[,step])`,
+// `group=glob(pattern)` over the group's options in `config_dir` (config/overrides.h);
 // cartesian product with the first key varying slowest. Each job is a list of plain overrides.
-std::vector<std::vector<std::string>> expand_sweeps(const std::vector<std::string>& overrides);
+std::vector<std::vector<std::string>> expand_sweeps(
+    const std::vector<std::string>& overrides, const std::filesystem::path& config_dir = "configs");
 
 // Throws ConfigError (Hydra's "Ambiguous value for argument" text) if any override is a sweep;
 // used for single runs.

@@ -9,7 +9,8 @@
 // 'single' or "double" quoted strings; lists [a,[b,c]]; dicts {a:10,b:20}; interpolations
 // ${a.b} kept as text; any other text is a string with inner spaces kept, outer spaces trimmed
 // and `\` escaping any of `\ ( ) [ ] { } : = ,` and space/tab. Sweeps: `a,b` (two or more
-// elements at the top level), choice(a,b), range(start,stop[,step]).
+// elements at the top level), choice(a,b), range([start,]stop[,step]), glob(include[,exclude]),
+// sort(...), tag(..., sweep); casts int(), float(), str(), bool() of values and sweeps.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -21,7 +22,12 @@
 namespace saccade::config_detail {
 
 enum class OverrideKind { kChange, kAdd, kForceAdd, kDelete };
-enum class SweepKind { kNone, kSimple, kChoice, kRange };
+enum class SweepKind { kNone, kSimple, kChoice, kRange, kGlob };
+
+// glob()'s patterns (Python's fnmatch: * ? [abc] [!abc]), matched against a group's options.
+struct GlobPatterns {
+  std::vector<std::string> include, exclude;
+};
 
 struct Override {
   OverrideKind kind = OverrideKind::kChange;
@@ -32,8 +38,10 @@ struct Override {
   // The parsed value of a non-sweep: a scalar (strings tagged "!"), sequence or mapping.
   YAML::Node value;
   SweepKind sweep = SweepKind::kNone;
-  // Each element of a sweep as override text ("1", "'a,b'", "0.25"), in sweep order.
+  // Each element of a sweep as override text ("1", "'a,b'", "0.25"), in sweep order; for a glob,
+  // the patterns, which the group's options meet when sweeping.
   std::vector<std::string> sweep_values;
+  GlobPatterns glob;
 
   // The prefix, key and package as typed ("+db@backup"); Hydra's get_key_element().
   std::string key_element() const;

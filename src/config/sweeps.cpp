@@ -1,4 +1,8 @@
 // Multirun sweeps: Hydra's basic sweeper (cartesian product, first key slowest) and the single-run check.
+#include <fnmatch.h>
+
+#include <algorithm>
+
 #include "config/config.h"
 #include "config/overrides.h"
 
@@ -21,7 +25,19 @@ void reject_sweep(const Override& parsed) {
 
 }  // namespace config_detail
 
-std::vector<std::vector<std::string>> expand_sweeps(const std::vector<std::string>& overrides) {
+namespace {
+
+// Python's fnmatch on POSIX: * ? [abc] [!abc], case-sensitive, and a backslash is no escape.
+bool matches_any(const std::string& name, const std::vector<std::string>& patterns) {
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+    return fnmatch(pattern.c_str(), name.c_str(), FNM_NOESCAPE) == 0;
+  });
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> expand_sweeps(
+    const std::vector<std::string>& overrides, const std::filesystem::path& config_dir) {
   // One list of alternatives per key; a repeated key replaces the earlier one in its place.
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
   for (const auto& text : overrides) {
@@ -30,6 +46,14 @@ std::vector<std::vector<std::string>> expand_sweeps(const std::vector<std::strin
     std::vector<std::string> alternatives;
     if (parsed.sweep == config_detail::SweepKind::kNone) {
       alternatives.push_back(text);
+    } else if (parsed.sweep == config_detail::SweepKind::kGlob) {
+      for (const auto& option : group_options(config_dir, parsed.key)) {
+        if (matches_any(option, parsed.glob.include) && !matches_any(option, parsed.glob.exclude))
+          alternatives.push_back(key + "=" + option);
+      }
+      if (alternatives.empty())
+        throw ConfigError(
+            "The sweep '" + text + "' matches no option of the config group '" + parsed.key + "'");
     } else {
       for (const auto& value : parsed.sweep_values) alternatives.push_back(key + "=" + value);
       if (alternatives.empty()) throw ConfigError("The sweep '" + text + "' has no values: no job would run");

@@ -192,6 +192,32 @@ TEST(OverrideValues, GrammarTypes) {
   EXPECT_EQ(c.config.get<int>("u"), 1000);
 }
 
+// Hydra's casts and sort() applied to one value, worked by Python's int(), float(), str(),
+// bool() and sorted().
+TEST(OverrideValues, CastsAndSortOfValues) {
+  const Composition c = compose_over(
+      "", {"+i=int(-3.7)", "+f=float('1_0')", "+s=str(1)", "+t=str(true)", "+r=str(0.1)", "+b=bool(FALSE)",
+           "+l=int([1.5,'2',true])", "+m=float({a:1})", "+sorted=sort([b,a,C])",
+           "+down=sort(list=[1,3,2],reverse=true)", "+named=int(value=2.9)"});
+  EXPECT_EQ(
+      c.config.to_yaml(false),
+      "i: -3\nf: 10.0\ns: '1'\nt: 'true'\nr: '0.1'\nb: false\nl:\n- 1\n- 2\n- 1\nm:\n  a: 1.0\n"
+      "sorted:\n- C\n- a\n- b\ndown:\n- 3\n- 2\n- 1\nnamed: 2\n");
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+x=int(abc)"}), "Error parsing override '+x=int(abc)': int() cannot convert 'abc'");
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+x=bool(yes)"}),
+      "Error parsing override '+x=bool(yes)': bool() cannot convert 'yes'");
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+x=int(inf)"}), "Error parsing override '+x=int(inf)': int() cannot convert inf");
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+x=float(null)"}),
+      "Error parsing override '+x=float(null)': float() cannot convert null");
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+x=sort([1,a])"}),
+      "Error parsing override '+x=sort([1,a])': sort() cannot order a and 1");
+}
+
 // Text the grammar leaves a string converts as OmegaConf converts a string: by Python's int()
 // and float() ("010" is 10, not YAML's octal 8; hex and base 60 are no numbers), where a YAML
 // file's plain 010 and 0x10 are YAML 1.1 integers.

@@ -30,6 +30,81 @@ TEST(Sweeps, RangeAndChoice) {
   EXPECT_EQ(expand_sweeps({"a=[1,2],[3]"}), (Jobs{{"a=[1,2]"}, {"a=[3]"}}));
 }
 
+TEST(Sweeps, RangeTakesPythonsArguments) {
+  // range(stop) counts from 0; step may be named; Hydra 1.3's range(start, stop=None, step=1).
+  EXPECT_EQ(expand_sweeps({"a=range(3)"}), (Jobs{{"a=0"}, {"a=1"}, {"a=2"}}));
+  EXPECT_EQ(expand_sweeps({"a=range(-3, step=-1)"}), (Jobs{{"a=0"}, {"a=-1"}, {"a=-2"}}));
+  EXPECT_EQ(expand_sweeps({"a=range(step=2, stop=5, start=1)"}), (Jobs{{"a=1"}, {"a=3"}}));
+  // Integers stay exact past 2^53, and a step past 2^63 ends the range.
+  EXPECT_EQ(
+      expand_sweeps({"a=range(9007199254740993,9007199254740995)"}),
+      (Jobs{{"a=9007199254740993"}, {"a=9007199254740994"}}));
+  EXPECT_EQ(
+      expand_sweeps({"a=range(9223372036854775806,9223372036854775807,5)"}),
+      (Jobs{{"a=9223372036854775806"}}));
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=range(stop=3)"}), "Error parsing override 'a=range(stop=3)': range() needs start");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=range(1,2,3,4)"}),
+      "Error parsing override 'a=range(1,2,3,4)': range() takes at most 3");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=range(1,start=2)"}),
+      "Error parsing override 'a=range(1,start=2)': range() got two values for 'start'");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=range(1,end=2)"}),
+      "Error parsing override 'a=range(1,end=2)': range() has no argument 'end'");
+}
+
+TEST(Sweeps, GlobSweepsAGroupsMatchingOptions) {
+  testing::TempDir dir;
+  for (const char* option : {"coco", "shapes", "shapes_small", "Shapes_big"})
+    testing::write_file(dir / "dataset" / (std::string(option) + ".yaml"), "x: 1\n");
+  // Options in sorted order; patterns as Python's fnmatch reads them (case-sensitive).
+  EXPECT_EQ(
+      expand_sweeps({"dataset=glob(*)"}, dir.path()),
+      (Jobs{{"dataset=Shapes_big"}, {"dataset=coco"}, {"dataset=shapes"}, {"dataset=shapes_small"}}));
+  EXPECT_EQ(
+      expand_sweeps({"dataset=glob(shapes*,exclude=*small)", "b=1,2"}, dir.path()),
+      (Jobs{{"dataset=shapes", "b=1"}, {"dataset=shapes", "b=2"}}));
+  EXPECT_EQ(
+      expand_sweeps({"+dataset@val=glob([c*,?hapes],exclude=[])"}, dir.path()),
+      (Jobs{{"+dataset@val=coco"}, {"+dataset@val=shapes"}}));
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"dataset=glob(x*)"}, dir.path()),
+      "The sweep 'dataset=glob(x*)' matches no option of the config group 'dataset'");
+}
+
+TEST(Sweeps, SortAndTag) {
+  EXPECT_EQ(expand_sweeps({"a=sort(3,1,2.5)"}), (Jobs{{"a=1"}, {"a=2.5"}, {"a=3"}}));
+  EXPECT_EQ(expand_sweeps({"a=sort(choice(b,'a c',B),reverse=true)"}), (Jobs{{"a=b"}, {"a='a c'"}, {"a=B"}}));
+  // Sorted values, not the range's bounds turned about: 4 2 0, where Hydra 1.3.2 gave 3 1 -1.
+  EXPECT_EQ(expand_sweeps({"a=sort(range(0,5,2),reverse=true)"}), (Jobs{{"a=4"}, {"a=2"}, {"a=0"}}));
+  EXPECT_EQ(expand_sweeps({"a=sort(sweep=range(3,0,-1))"}), (Jobs{{"a=1"}, {"a=2"}, {"a=3"}}));
+  EXPECT_EQ(expand_sweeps({"a=tag(fast,slow,choice(1,2))"}), (Jobs{{"a=1"}, {"a=2"}}));
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=sort(1,x)"}), "Error parsing override 'a=sort(1,x)': sort() cannot order x and 1");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=tag(x,1)"}), "Error parsing override 'a=tag(x,1)': tag() needs a sweep");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=shuffle(1,2)"}),
+      "Error parsing override 'a=shuffle(1,2)': shuffle() is not supported");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=interval(0,1)"}),
+      "Error parsing override 'a=interval(0,1)': interval() is a continuous");
+}
+
+TEST(Sweeps, CastsConvertEachValue) {
+  EXPECT_EQ(expand_sweeps({"a=int(choice(1.5,-2.5,'7'))"}), (Jobs{{"a=1"}, {"a=-2"}, {"a=7"}}));
+  EXPECT_EQ(expand_sweeps({"a=float(range(1,3))"}), (Jobs{{"a=1.0"}, {"a=2.0"}}));
+  EXPECT_EQ(expand_sweeps({"a=int(range(0.5,3.5))"}), (Jobs{{"a=0"}, {"a=1"}, {"a=2"}}));
+  EXPECT_EQ(expand_sweeps({"a=bool(0,2)"}), (Jobs{{"a=false"}, {"a=true"}}));
+  // A str() value stays a string in its job (Hydra's basic sweeper passes it bare, read as 1).
+  EXPECT_EQ(expand_sweeps({"a=str(choice(1,true,x))"}), (Jobs{{"a='1'"}, {"a='true'"}, {"a=x"}}));
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=str(range(3))"}),
+      "Error parsing override 'a=str(range(3))': a range() can only be cast to int or float");
+}
+
 TEST(Sweeps, NotSweeps) {
   EXPECT_EQ(
       expand_sweeps({"a='x,y'", "b=[1,2]", "c=a\\,b", "d={p:1,q:2}"}),
@@ -51,8 +126,8 @@ TEST(Sweeps, RejectedInSingleRuns) {
   EXPECT_CONFIG_ERROR(reject_sweeps({"a=range(1,3)"}), "Sweep parameters 'a=range(1,3)' requires --multirun");
   EXPECT_CONFIG_ERROR(
       reject_sweeps({"a=choice(1,2)"}), "Sweep parameters 'a=choice(1,2)' requires --multirun");
-  EXPECT_CONFIG_ERROR(
-      expand_sweeps({"a=glob(*)"}), "Error parsing override 'a=glob(*)': unsupported function 'glob'");
+  EXPECT_CONFIG_ERROR(reject_sweeps({"a=glob(*)"}), "Sweep parameters 'a=glob(*)' requires --multirun");
+  EXPECT_CONFIG_ERROR(reject_sweeps({"a=sort(2,1)"}), "Ambiguous value for argument 'a=sort(2,1)'");
   EXPECT_CONFIG_ERROR(
       expand_sweeps({"a=[1,choice(2,3)]"}), "Error parsing override 'a=[1,choice(2,3)]': sweeps cannot");
 
