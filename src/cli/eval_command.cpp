@@ -59,6 +59,8 @@ int run_eval(const Job& job) {
   if (std::filesystem::exists(run_dir / "config.yaml")) write_run_report(run_dir);
 
   std::cout << describe(results);
+  if (!evaluated.skipped.empty())
+    std::cout << "Skipped " << evaluated.skipped.size() << " bad images (see the log)\n";
   std::cout << "Results: " << results_path.string() << "\n";
   if (!against_path.empty()) {
     const auto agreement = compare_captions(

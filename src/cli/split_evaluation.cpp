@@ -36,6 +36,8 @@ EvaluatedSplit evaluate_split(
   if (run.dataset.kind == "shapes") options.shapes_world = &run.dataset;
   EvaluatedSplit evaluated;
   evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);
+  evaluated.skipped = images.skipped;
+  add_distinct(evaluated.skipped, loader.skipped());
   if (group != nullptr && !group->is_main()) return evaluated;  // the main rank scores and writes
   std::unordered_set<std::string> training_captions;
   const auto& train_labels = split_labels(run.dataset, Split::train);

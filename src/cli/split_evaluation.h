@@ -20,8 +20,9 @@
 namespace saccade::cli {
 
 struct EvaluatedSplit {
-  DecodedSplit decoded;  // the captions and references, in decoding order
-  SplitResults results;  // what was written to <run>/results/
+  DecodedSplit decoded;               // the captions and references, in decoding order
+  SplitResults results;               // what was written to <run>/results/
+  std::vector<SkippedImage> skipped;  // the split's images left out under data.on_bad_image: skip
 };
 
 // `images` is a split of ensure_prepared(run.dataset); `features`, when given, its feature cache.

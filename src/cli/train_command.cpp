@@ -34,6 +34,7 @@ TrainerSetup trainer_setup_from(const Config& config, const std::filesystem::pat
 // What the end of training found on the test split.
 struct TestPass {
   SplitResults results;
+  std::vector<SkippedImage> skipped;
   std::vector<std::string> sample_lines;  // the first train.sample_captions captions, for the printout
 };
 
@@ -68,6 +69,7 @@ TestPass test_best_checkpoint(
   TestPass pass;
   const EvaluatedSplit test = evaluate_split(best, test_images, *search, features, job.group);
   pass.results = test.results;
+  pass.skipped = test.skipped;
   if (log == nullptr) return pass;  // another rank writes the files
   auto row = score_row(test.results.scores, test.results.shapes);
   row["kind"] = "test";
@@ -114,8 +116,9 @@ void print_summary(
     std::cout << "Best " << to_string(options.val_metric) << " " << *result.best_metric << " at epoch "
               << result.best_epoch << " -> " << (run_dir / "checkpoints" / "best").string() << "\n";
   }
-  if (result.skipped_images > 0)
-    std::cout << "Skipped " << result.skipped_images << " bad images (see the log)\n";
+  std::vector<SkippedImage> skipped = result.skipped_images;
+  if (test) add_distinct(skipped, test->skipped);
+  if (!skipped.empty()) std::cout << "Skipped " << skipped.size() << " bad images (see the log)\n";
   if (test && !test->sample_lines.empty()) {
     std::cout << "\nTest captions (best checkpoint):\n";
     for (const auto& line : test->sample_lines) std::cout << line << "\n";

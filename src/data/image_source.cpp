@@ -1,6 +1,7 @@
 // Image files as an ImageSource, and the bad-image policy names.
 #include "data/image_source.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "base/enum_names.h"
@@ -23,6 +24,14 @@ FileImageSource::FileImageSource(std::vector<std::filesystem::path> paths, Image
 
 torch::Tensor FileImageSource::load(int64_t row) const {
   return load_image(paths_.at(static_cast<size_t>(row)), options_);
+}
+
+void add_distinct(std::vector<SkippedImage>& into, const std::vector<SkippedImage>& more) {
+  for (const SkippedImage& image : more) {
+    const bool known = std::any_of(
+        into.begin(), into.end(), [&](const SkippedImage& seen) { return seen.path == image.path; });
+    if (!known) into.push_back(image);
+  }
 }
 
 }  // namespace saccade

@@ -32,6 +32,9 @@ struct SkippedImage {
   std::string reason;  // "the file is empty (0 bytes)"
 };
 
+// `more` added to `into`, each image once (a loader skips a bad image again every epoch).
+void add_distinct(std::vector<SkippedImage>& into, const std::vector<SkippedImage>& more);
+
 class ImageSource {
  public:
   virtual ~ImageSource() = default;

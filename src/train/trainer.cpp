@@ -254,7 +254,7 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
   if (ranks() > 1 && rank() != 0) setup_.group->barrier();
   data_ = ensure_prepared(setup_.dataset);
   if (ranks() > 1 && rank() == 0) setup_.group->barrier();
-  result_.skipped_images = static_cast<int64_t>(data_.skipped().size());
+  result_.skipped_images = data_.skipped();
   const std::filesystem::path resume_dir =
       options_.resume ? *options_.resume / "checkpoints" / "last" : std::filesystem::path();
   if (options_.resume) {
@@ -354,6 +354,9 @@ TrainResult Trainer::run() {
   result_.best_metric = state_.best_metric;
   result_.best_epoch = state_.best_epoch;
   result_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // Without an image cache the loaders meet the bad images.
+  add_distinct(result_.skipped_images, train_loader_->skipped());
+  add_distinct(result_.skipped_images, val_loader_->skipped());
   return result_;
 }
 

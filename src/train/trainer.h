@@ -90,7 +90,7 @@ struct TrainResult {
   int64_t best_epoch = 0;
   CaptionScores last_validation;                       // scores of the last epoch's validation
   std::optional<ShapesScores> last_validation_shapes;  // ... and on the shapes world its metrics
-  int64_t skipped_images = 0;                          // images left out under data.on_bad_image: skip
+  std::vector<SkippedImage> skipped_images;            // left out under data.on_bad_image: skip
   double seconds = 0.0;
 };
 

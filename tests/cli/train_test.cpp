@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "io/metrics_csv.h"
@@ -363,6 +364,27 @@ TEST(Train, TransformerDecoderTrainsResumesExactlyDecodesAndRefusesAnLstmConfig)
   EXPECT_NE(three_heads.err.find("decoder.heads=3 does not divide decoder.dim=256"), std::string::npos)
       << three_heads.err;
   EXPECT_EQ(std::count(three_heads.err.begin(), three_heads.err.end(), '\n'), 1) << three_heads.err;
+}
+
+// Without an image cache the loaders meet the bad images, every epoch and in the test pass: the
+// summary counts each image once.
+TEST(Train, BadImagesWithoutACacheAreSkippedAndCountedOnce) {
+  TempDir work;
+  const auto prepared = run_saccade({"prepare", "-cp", configs().string(), "experiment=smoke"}, work.path());
+  ASSERT_EQ(prepared.exit_code, 0) << prepared.err;
+  const auto world = work.path() / "datasets/shapes_smoke";
+  std::set<std::string> damaged_splits;
+  for (const auto& image : YAML::LoadFile((world / "dataset_shapes.json").string())["images"]) {
+    const auto split = image["split"].as<std::string>();
+    if (split == "val" || !damaged_splits.insert(split).second) continue;
+    write_file(
+        world / image["filepath"].as<std::string>() / image["filename"].as<std::string>(),
+        "\x89PNG\r\n\x1A\n cut off");
+  }
+  ASSERT_EQ(damaged_splits.size(), 2u);
+  const auto result = train_smoke(work.path(), {"data.cache=false", "data.on_bad_image=skip"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("Skipped 2 bad images (see the log)"), std::string::npos) << result.out;
 }
 
 TEST(Train, ResumeWithoutCheckpointIsClearError) {
