@@ -80,6 +80,11 @@ Vocabulary::Vocabulary(const std::vector<std::string>& words) {
     const std::string& word = words_[id];
     if (word.empty())
       throw std::invalid_argument("A vocabulary word is empty (id " + std::to_string(id) + ")");
+    // Captions are words joined by spaces: such a word would come back as two.
+    if (word.find_first_of(" \t\n\r\f\v") != std::string::npos) {
+      throw std::invalid_argument(
+          "The vocabulary word '" + word + "' (id " + std::to_string(id) + ") holds whitespace");
+    }
     if (!ids_.emplace(word, static_cast<int64_t>(id)).second) {
       throw std::invalid_argument("The vocabulary word '" + word + "' appears twice (or is a special token)");
     }

@@ -76,6 +76,19 @@ TEST(Vocabulary, RejectsDuplicateEmptyAndSpecialWords) {
   EXPECT_THROW(Vocabulary(Words{"<unk>"}), std::invalid_argument);
 }
 
+TEST(Vocabulary, RejectsAWordHoldingWhitespace) {
+  for (const char* word : {"a b", "a\tb", "b\n"}) {
+    try {
+      Vocabulary(Words{"x", word});
+      ADD_FAILURE() << "accepted '" << word << "'";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_EQ(
+          std::string(error.what()),
+          "The vocabulary word '" + std::string(word) + "' (id 5) holds whitespace");
+    }
+  }
+}
+
 TEST(Vocabulary, SaveLoadRoundTrip) {
   TempDir dir;
   const Vocabulary vocab(Words{"a", "caf\xC3\xA9", "dog"});
