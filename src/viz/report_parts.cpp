@@ -95,7 +95,7 @@ std::vector<std::pair<std::string, Json>> read_split_scores(const fs::path& run_
       files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  for (const auto& file : files) scores.emplace_back(file.filename().string(), read_json_file(file));
+  for (const auto& file : files) scores.emplace_back(file.string(), read_json_file(file));
   return scores;
 }
 

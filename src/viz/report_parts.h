@@ -46,8 +46,19 @@ std::optional<Row> best_row(const std::vector<Row>& rows, const std::string& met
 
 std::optional<MetricsTable> read_metrics_if_any(const std::filesystem::path& run_dir);
 
-// results/<split>_scores.json files, by file name.
+// results/<split>_scores.json files, by path, sorted.
 std::vector<std::pair<std::string, Json>> read_split_scores(const std::filesystem::path& run_dir);
+
+// fn(), a std::invalid_argument from it prefixed with `file`: an input file of the wrong shape
+// ("expected a number, got a string") is named.
+template <class Fn>
+auto naming_file(const std::string& file, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(file + ": " + error.what());
+  }
+}
 
 // object[key] as a number; std::nullopt when it is absent or null.
 std::optional<double> json_number(const Json& object, const std::string& key);

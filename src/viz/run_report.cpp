@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 using report::best_row;
 using report::fixed;
 using report::json_number;
+using report::naming_file;
 using report::number_cell;
 using report::read_metrics_if_any;
 using report::read_split_scores;
@@ -115,7 +116,8 @@ std::string metrics_section(
   if (const auto best = best_row(val, val_metric))
     html += metrics_row_from_csv("validation, best " + val_metric, *best);
   if (!val.empty()) html += metrics_row_from_csv("validation, last epoch", val.back());
-  for (const auto& [file, scores] : split_scores) html += metrics_row_from_scores(scores);
+  for (const auto& entry : split_scores)
+    html += naming_file(entry.first, [&] { return metrics_row_from_scores(entry.second); });
   html += "</table>\n";
   html +=
       "<p class=\"note\">Validation rows: greedy decoding during training (up to train.val_max_images "
@@ -142,24 +144,28 @@ std::string pointing_by_word_cell(const Json& shapes) {
   return "<td class=\"number\">" + text + "</td>";
 }
 
+// The shapes table's row of one split's scores; "" when it has no shapes metrics.
+std::string shapes_row(const Json& scores) {
+  const Json* shapes = scores.find("shapes");
+  if (shapes == nullptr) return "";
+  std::string row =
+      "<tr><td>" + xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
+      "</td>" + number_cell(json_number(*shapes, "pointing_accuracy"), 3) +
+      number_cell(json_number(*shapes, "pointing_baseline"), 3) + count_cell(*shapes, "pointing_words") +
+      pointing_by_word_cell(*shapes);
+  for (const auto& [ratio, count] :
+       {std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
+        std::pair{"relation_accuracy", "relations"},
+        std::pair{"relation_choice_accuracy", "relation_choices"}}) {
+    row += number_cell(json_number(*shapes, ratio), 3) + count_cell(*shapes, count);
+  }
+  return row + "</tr>\n";
+}
+
 std::string shapes_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
   std::string rows;
-  for (const auto& [file, scores] : split_scores) {
-    const Json* shapes = scores.find("shapes");
-    if (shapes == nullptr) continue;
-    rows += "<tr><td>" +
-            xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
-            "</td>" + number_cell(json_number(*shapes, "pointing_accuracy"), 3) +
-            number_cell(json_number(*shapes, "pointing_baseline"), 3) +
-            count_cell(*shapes, "pointing_words") + pointing_by_word_cell(*shapes);
-    for (const auto& [ratio, count] :
-         {std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
-          std::pair{"relation_accuracy", "relations"},
-          std::pair{"relation_choice_accuracy", "relation_choices"}}) {
-      rows += number_cell(json_number(*shapes, ratio), 3) + count_cell(*shapes, count);
-    }
-    rows += "</tr>\n";
-  }
+  for (const auto& entry : split_scores)
+    rows += naming_file(entry.first, [&] { return shapes_row(entry.second); });
   if (rows.empty()) return "";
   return "<section id=\"shapes\">\n<h2>Attention and content (shapes world)</h2>\n<table>\n"
          "<tr><th>split</th><th>pointing game</th><th>random attention</th><th>words</th><th>by word: "
@@ -175,19 +181,23 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
          "than the same caption with the two objects swapped (chance 0.5).</p>\n</section>\n";
 }
 
+// The diversity table's row of one split's scores; "" when it has no diversity metrics.
+std::string diversity_row(const Json& scores) {
+  const Json* diversity = scores.find("diversity");
+  if (diversity == nullptr) return "";
+  return "<tr><td>" +
+         xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
+         "</td><td class=\"number\">" + std::to_string(diversity->at("vocabulary").as_int64()) + "</td>" +
+         number_cell(json_number(*diversity, "novel"), 3) +
+         number_cell(json_number(*diversity, "distinct_1"), 3) +
+         number_cell(json_number(*diversity, "distinct_2"), 3) +
+         number_cell(json_number(*diversity, "mbleu4"), 3) + "</tr>\n";
+}
+
 std::string diversity_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
   std::string rows;
-  for (const auto& [file, scores] : split_scores) {
-    const Json* diversity = scores.find("diversity");
-    if (diversity == nullptr) continue;
-    rows += "<tr><td>" +
-            xml_escape(scores.at("split").as_string() + " (" + scores.at("search").as_string() + ")") +
-            "</td><td class=\"number\">" + std::to_string(diversity->at("vocabulary").as_int64()) + "</td>" +
-            number_cell(json_number(*diversity, "novel"), 3) +
-            number_cell(json_number(*diversity, "distinct_1"), 3) +
-            number_cell(json_number(*diversity, "distinct_2"), 3) +
-            number_cell(json_number(*diversity, "mbleu4"), 3) + "</tr>\n";
-  }
+  for (const auto& entry : split_scores)
+    rows += naming_file(entry.first, [&] { return diversity_row(entry.second); });
   if (rows.empty()) return "";
   return "<section id=\"diversity\">\n<h2>Diversity</h2>\n<table>\n"
          "<tr><th>split</th><th>vocabulary used</th><th>novel captions</th><th>distinct-1</th>"
@@ -248,15 +258,9 @@ std::string curves_section(const std::optional<MetricsTable>& metrics) {
   return html + "</div>\n</section>\n";
 }
 
-std::string samples_section(const fs::path& run_dir) {
-  const fs::path index_path = run_dir / "samples" / kSamplesIndex;
-  std::string html = "<section id=\"samples\">\n<h2>Samples</h2>\n";
-  if (!fs::exists(index_path)) {
-    return html +
-           "<p class=\"note\">No samples yet: they are drawn from the test split at the end of training "
-           "(viz.sample_images).</p>\n</section>\n";
-  }
-  const Json index = read_json_file(index_path);
+// The figures of samples.json's samples: overlay, caption and references.
+std::string sample_figures(const Json& index, const fs::path& run_dir) {
+  std::string html;
   for (const Json& sample : index.as_array()) {
     const std::string id = sample.at("image_id").as_string();
     const fs::path png = run_dir / "samples" / sample.at("file").as_string();
@@ -275,7 +279,20 @@ std::string samples_section(const fs::path& run_dir) {
       html += "<li>reference: " + xml_escape(reference.as_string()) + "</li>";
     html += "</ul></figcaption>\n</figure>\n";
   }
-  return html + "</section>\n";
+  return html;
+}
+
+std::string samples_section(const fs::path& run_dir) {
+  const fs::path index_path = run_dir / "samples" / kSamplesIndex;
+  std::string html = "<section id=\"samples\">\n<h2>Samples</h2>\n";
+  if (!fs::exists(index_path)) {
+    return html +
+           "<p class=\"note\">No samples yet: they are drawn from the test split at the end of training "
+           "(viz.sample_images).</p>\n</section>\n";
+  }
+  const Json index = read_json_file(index_path);
+  return html + naming_file(index_path.string(), [&] { return sample_figures(index, run_dir); }) +
+         "</section>\n";
 }
 
 std::string config_section(const fs::path& run_dir) {

@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 using report::best_row;
 using report::fixed;
 using report::json_number;
+using report::naming_file;
 using report::number_cell;
 using report::read_metrics_if_any;
 using report::read_split_scores;
@@ -351,11 +352,14 @@ SweepComparison write_sweep_report(const fs::path& sweep_dir) {
         curves.push_back(report::series_of(
             val, "epoch", chart_metric, "#" + std::to_string(sweep_job.number) + " " + job.swept));
       }
-      for (const auto& [file, scores] : read_split_scores(job_dir)) {
-        if (scores.at("split").as_string() != "test") continue;
-        job.status = "finished";
-        job.test_bleu4 = json_number(scores.at("corpus"), "bleu4");
-        job.test_cider = json_number(scores.at("corpus"), "cider_d");
+      for (const auto& entry : read_split_scores(job_dir)) {
+        naming_file(entry.first, [&] {
+          const Json& scores = entry.second;
+          if (scores.at("split").as_string() != "test") return;
+          job.status = "finished";
+          job.test_bleu4 = json_number(scores.at("corpus"), "bleu4");
+          job.test_cider = json_number(scores.at("corpus"), "cider_d");
+        });
       }
     }
     jobs.push_back(job);

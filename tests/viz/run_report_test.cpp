@@ -203,6 +203,32 @@ TEST(RunReport, ShowsAFreshRunAndRejectsAFolderThatIsNoRun) {
   }
 }
 
+// A hand-edited scores or samples file of the wrong shape is named in the error.
+TEST(RunReport, AFileOfTheWrongShapeIsNamed) {
+  TempDir dir;
+  const auto run = dir / "run";
+  make_run_folder(run);
+  const auto expect_named = [&](const std::filesystem::path& file, const std::string& what) {
+    try {
+      write_run_report(run);
+      ADD_FAILURE() << "no error for " << file;
+    } catch (const std::invalid_argument& error) {
+      EXPECT_EQ(std::string(error.what()), file.string() + ": " + what);
+    }
+  };
+  const auto scores = run / "results/test_scores.json";
+  const std::string good_scores = read_file(scores);
+  Json edited = read_json_file(scores);
+  Json corpus = edited.at("corpus");
+  corpus.set("bleu4", "high");
+  edited.set("corpus", corpus);
+  write_json_file(scores, edited);
+  expect_named(scores, "expected a number, got a string");
+  write_file(scores, good_scores);
+  write_json_file(run / "samples" / kSamplesIndex, Json::array({Json::object({{"image_id", 7}})}));
+  expect_named(run / "samples" / kSamplesIndex, "expected a string, got an integer");
+}
+
 TEST(SweepReport, ComparesJobsAndMarksTheBest) {
   TempDir dir;
   const auto sweep = dir / "sweep";
