@@ -122,7 +122,11 @@ FeatureCache::FeatureCache(const std::filesystem::path& dir) : dir_(dir) {
       description_[key] = value.as_string();
     for (const auto& id : manifest.at("image_ids").as_array()) image_ids_.push_back(id.as_string());
     for (const auto& shard : manifest.at("shards").as_array()) {
-      const SafetensorsReader reader(dir / shard.as_string());
+      // A shard lies in the cache's own folder: a name reaching elsewhere is no shard of it.
+      const std::string& name = shard.as_string();
+      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+        throw std::invalid_argument("the shard name '" + name + "' is not a file name in the cache's folder");
+      const SafetensorsReader reader(dir / name);
       shards_.push_back(reader.get("annotations"));  // f16 [n_k, L, D]; the view keeps the mapping
     }
   } catch (const std::invalid_argument& error) {

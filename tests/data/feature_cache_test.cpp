@@ -77,6 +77,31 @@ TEST_F(FeatureCacheTest, UnfinishedOrBrokenCachesAreErrors) {
   EXPECT_THROW(FeatureCache cache(dir_.path()), std::runtime_error);
 }
 
+// A manifest naming a shard outside its folder (another cache's, any file) is refused.
+TEST_F(FeatureCacheTest, AShardNamedOutsideTheFolderIsRefused) {
+  const auto cache_dir = dir_ / "cache";
+  {
+    FeatureCacheWriter writer(cache_dir, {}, 1 << 20);
+    writer.append(torch::randn({2, 4, 3}), {"a", "b"});
+    writer.finish({2, 2});
+  }
+  std::filesystem::copy_file(cache_dir / "shard-00000.safetensors", dir_ / "shard-00000.safetensors");
+  const std::string manifest = saccade::testing::read_file(cache_dir / "features.json");
+  const auto at = manifest.find("\"shard-00000.safetensors\"");
+  ASSERT_NE(at, std::string::npos);
+  for (const std::string name : {"../shard-00000.safetensors", "..", ""}) {
+    saccade::testing::write_file(
+        cache_dir / "features.json", manifest.substr(0, at) + "\"" + name + "\"" + manifest.substr(at + 25));
+    try {
+      FeatureCache cache(cache_dir);
+      ADD_FAILURE() << "accepted the shard '" << name << "'";
+    } catch (const std::runtime_error& error) {
+      EXPECT_THAT(
+          error.what(), HasSubstr("the shard name '" + name + "' is not a file name in the cache's folder"));
+    }
+  }
+}
+
 // A writer that goes away unfinished (an extraction that failed) leaves the cache it was to
 // replace whole, and nothing of its own behind.
 TEST_F(FeatureCacheTest, AnUnfinishedWriterLeavesThePreviousCacheWhole) {
