@@ -1,8 +1,13 @@
-// Fuzz targets over files: safetensors, the caption corpora, images.
+// Fuzz targets over files: safetensors, the caption corpora, images, vocab.json, the caption
+// files `saccade score` reads, a feature cache.
+#include <filesystem>
 #include <string>
 
 #include "data/caption_corpus.h"
+#include "data/feature_cache.h"
 #include "data/image_pipeline.h"
+#include "data/vocabulary.h"
+#include "eval/caption_files.h"
 #include "fuzz_targets.h"
 #include "io/safetensors.h"
 
@@ -49,6 +54,48 @@ void fuzz_image(std::string_view input) {
     const torch::Tensor rgb = decode_image(path, kMaxPixels);
     require(rgb.dim() == 3 && rgb.size(2) == 3, "an image decoded to a shape other than [H, W, 3]");
     require(rgb.size(0) * rgb.size(1) <= kMaxPixels, "an image above max_pixels decoded");
+  });
+}
+
+void fuzz_vocabulary(std::string_view input) {
+  const std::string path = scratch_file(input, "vocab.json");
+  expect_clean_refusal([&] {
+    const Vocabulary vocabulary = Vocabulary::load(path);
+    for (int64_t id = 0; id < vocabulary.size(); ++id) {
+      require(
+          vocabulary.id(vocabulary.word(id)) == id,
+          "word " + std::to_string(id) + " does not map back to its id");
+    }
+    const std::string saved = scratch_file("", "vocab_saved.json");
+    vocabulary.save(saved);
+    require(Vocabulary::load(saved) == vocabulary, "a vocabulary does not read back as saved");
+  });
+}
+
+void fuzz_caption_files(std::string_view input) {
+  const std::string path = scratch_file(input, "captions.json");
+  expect_clean_refusal([&] {
+    for (const auto& [id, references] : read_reference_captions(path))
+      require(!references.empty(), "an image without references: " + id);
+  });
+  expect_clean_refusal([&] { read_result_captions(path); });
+}
+
+void fuzz_feature_cache(std::string_view input) {
+  const size_t nul = input.find('\0');
+  const std::string manifest = scratch_file(input.substr(0, nul), "features.json");
+  scratch_file(nul == std::string_view::npos ? "" : input.substr(nul + 1), "shard-00000.safetensors");
+  expect_clean_refusal([&] {
+    const FeatureCache cache(std::filesystem::path(manifest).parent_path());
+    const auto [height, width] = cache.grid_size();
+    for (int64_t row = 0; row < cache.size(); ++row) {
+      const torch::Tensor annotations = cache.get(row);
+      require(
+          annotations.dim() == 2 && annotations.size(0) == height * width &&
+              annotations.size(1) == cache.dim(),
+          "row " + std::to_string(row) + " is not [H' * W', D]");
+      cache.batch({row});
+    }
   });
 }
 

@@ -45,7 +45,10 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"safetensors", fuzz_safetensors},
       {"karpathy", fuzz_karpathy},
       {"coco", fuzz_coco},
-      {"image", fuzz_image}};
+      {"image", fuzz_image},
+      {"vocabulary", fuzz_vocabulary},
+      {"caption_files", fuzz_caption_files},
+      {"feature_cache", fuzz_feature_cache}};
   return targets;
 }
 

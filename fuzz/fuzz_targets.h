@@ -27,6 +27,9 @@ void fuzz_safetensors(std::string_view input);    // a safetensors file
 void fuzz_karpathy(std::string_view input);       // a Karpathy split file
 void fuzz_coco(std::string_view input);           // COCO captions JSON; after a NUL byte, its split list
 void fuzz_image(std::string_view input);          // an image file of any supported format
+void fuzz_vocabulary(std::string_view input);     // a checkpoint's vocab.json
+void fuzz_caption_files(std::string_view input);  // a references or results file for `saccade score`
+void fuzz_feature_cache(std::string_view input);  // features.json; after a NUL byte, its first shard
 
 struct FuzzTarget {
   const char* name;  // also the folder of its corpus: fuzz/corpus/<name>/
