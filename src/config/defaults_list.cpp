@@ -549,8 +549,9 @@ class DefaultsBuilder {
     }
   }
 
-  // Replaces `${group}` in an interpolated choice by that group's known option.
-  void resolve_interpolation(InputDefault& entry) {
+  // Replaces `${group}` in an interpolated choice, listed by the config `parent`, by that group's
+  // known option.
+  void resolve_interpolation(InputDefault& entry, const std::string& parent) {
     static const std::regex reference("\\$\\{\\s*([^{}]*?)\\s*\\}");
     std::string& text = entry.is_group ? *entry.value.name : entry.path;
     const std::string original = text;
@@ -570,7 +571,7 @@ class DefaultsBuilder {
       std::vector<std::string> keys;
       for (const auto& known : known_choices_) keys.push_back(known.first);
       throw ConfigError(
-          "Error resolving interpolation '" + original + "'" +
+          "In '" + parent + "': Error resolving interpolation '" + original + "'" +
           (keys.empty() ? "" : ", possible interpolation keys: " + join(keys, ", ")));
     }
     text = resolved;
@@ -637,7 +638,7 @@ class DefaultsBuilder {
     }
     for (auto& child : children) {
       if (!child.deferred) continue;
-      resolve_interpolation(child.node);
+      resolve_interpolation(child.node, node.config_path());
       build_tree(child, &node, false, true);
     }
     std::reverse(children.begin(), children.end());

@@ -206,6 +206,11 @@ TEST_F(ComposeTest, ChoiceInterpolation) {
   EXPECT_EQ(compose().config.get<std::string>("combo.v"), "a");
   EXPECT_EQ(compose({"dataset=coco", "encoder=resnet"}).config.get<std::string>("combo.v"), "b");
   EXPECT_THAT(compose().choices.back(), Pair("combo", "shapes_small_cnn"));
+  // Hydra's message, and the config whose defaults list holds the interpolation.
+  write("config.yaml", "defaults:\n  - dataset: shapes\n  - combo: ${datset}\n");
+  EXPECT_CONFIG_ERROR(
+      compose(),
+      "In 'config': Error resolving interpolation '${datset}', possible interpolation keys: dataset");
 }
 
 TEST_F(ComposeTest, AppendAndDeleteGroups) {
