@@ -273,19 +273,38 @@ Located Resolver::interpolation(const std::string& text, size_t& pos, const Node
   return Located{call_resolver(head, args, at), at, true};
 }
 
-Located Resolver::select(const std::string& key, const NodePath& at) {
+std::optional<Located> Resolver::find_key(const std::string& key, const NodePath& at) {
   const size_t dots =
       key.find_first_not_of('.') == std::string::npos ? key.size() : key.find_first_not_of('.');
   NodePath path;
   if (dots > 0) {
     // The first dot is the level of the node holding the interpolation; each further dot goes up.
-    if (at.size() < dots) throw ConfigError("Interpolation key '" + key + "' not found" + where(at));
+    if (at.size() < dots) return std::nullopt;
     path.assign(at.begin(), at.end() - static_cast<long>(dots));
   }
   for (const auto& segment : split_key(key.substr(dots))) path.push_back(segment);
-  const auto found = find(path);
+  return find(path);
+}
+
+Located Resolver::select(const std::string& key, const NodePath& at) {
+  const auto found = find_key(key, at);
   if (!found) throw ConfigError("Interpolation key '" + key + "' not found" + where(at));
   return *found;
+}
+
+// The mapping at the key named by `resolver`'s argument (oc.dict.keys, oc.dict.values).
+Located Resolver::dict_argument(
+    const std::string& resolver, const std::vector<YAML::Node>& args, const NodePath& at) {
+  if (args.size() != 1 || !args[0].IsScalar() || scalar_kind(args[0]) != ScalarKind::kString)
+    throw ConfigError(resolver + " takes the key of a mapping" + where(at));
+  const std::string& key = args[0].Scalar();
+  const auto found = find_key(key, at);
+  if (!found) throw ConfigError(resolver + ": key '" + key + "' not found" + where(at));
+  const Located value = dereference(*found);
+  if (!value.computed && is_missing(value.node))
+    throw ConfigError(resolver + ": missing mandatory value: " + key + where(at));
+  if (!value.node.IsMap()) throw ConfigError(resolver + ": '" + key + "' is not a mapping" + where(at));
+  return value;
 }
 
 YAML::Node Resolver::argument(const std::string& text, const NodePath& at) {
@@ -324,7 +343,52 @@ YAML::Node Resolver::call_resolver(
     if (!args[0].IsScalar() || scalar_kind(args[0]) != ScalarKind::kString) {
       throw ConfigError("oc.decode can only take strings or None as input" + where(at));
     }
-    return parse_value_element(args[0].Scalar());
+    const std::string& text = args[0].Scalar();
+    try {
+      return parse_value_element(text);
+    } catch (const ConfigError& error) {
+      // The grammar's reason, without its "Error parsing override '<text>': ".
+      const std::string reason = std::string(error.what()).substr(text.size() + 27);
+      throw ConfigError("oc.decode cannot parse '" + text + "': " + reason + where(at));
+    }
+  }
+  if (name == "oc.select") {
+    // The value at a key (absolute, or relative with leading dots), else the default (null).
+    if (args.empty() || args.size() > 2 || !args[0].IsScalar() || scalar_kind(args[0]) != ScalarKind::kString)
+      throw ConfigError("oc.select takes a key and an optional default" + where(at));
+    const auto found = find_key(args[0].Scalar(), at);
+    const YAML::Node fallback = args.size() == 2 ? args[1] : YAML::Node(YAML::NodeType::Null);
+    if (!found) return fallback;
+    const Located value = dereference(*found);
+    if (!value.computed && is_missing(value.node)) return fallback;
+    return resolve_tree(value);
+  }
+  if (name == "oc.dict.keys" || name == "oc.dict.values") {
+    const Located dict = dict_argument(name, args, at);
+    YAML::Node list(YAML::NodeType::Sequence);
+    for (auto it = dict.node.begin(); it != dict.node.end(); ++it) {
+      NodePath child = dict.path;
+      child.push_back(it->first.Scalar());
+      list.push_back(
+          name == "oc.dict.keys" ? string_node(it->first.Scalar())
+                                 : resolve_tree(Located{it->second, child, dict.computed}));
+    }
+    return list;
+  }
+  if (name == "oc.create") {
+    // A mapping or list as it is; a string is read as YAML, as OmegaConf.create reads one.
+    if (args.size() != 1) throw ConfigError("oc.create takes one mapping, list or YAML string" + where(at));
+    YAML::Node created = args[0];
+    if (created.IsScalar() && scalar_kind(created) == ScalarKind::kString) {
+      try {
+        created.reset(YAML::Load(created.Scalar()));
+      } catch (const YAML::Exception& error) {
+        throw ConfigError("oc.create cannot read '" + args[0].Scalar() + "': " + error.msg + where(at));
+      }
+    }
+    if (!created.IsMap() && !created.IsSequence())
+      throw ConfigError("oc.create takes a mapping, a list or a YAML string of one" + where(at));
+    return created;
   }
   if (name == "now") {
     if (args.size() != 1) throw ConfigError("now takes one strftime format" + where(at));

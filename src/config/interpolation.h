@@ -7,6 +7,9 @@
 //   p: /data/${name}_${n}    anything else is a string, values formatted with Python's str()
 //   ${oc.env:VAR,default}    environment variable; default is a string or null
 //   ${oc.decode:'[1,2]'}     parses a string with the override grammar
+//   ${oc.select:key,default} the value at key, or default (null) when it is absent or `???`
+//   ${oc.dict.keys:key}      a mapping's keys, or ${oc.dict.values:key} its values, as a list
+//   ${oc.create:{a: 1}}      a mapping or list, or a YAML string read as one
 //   ${now:%Y-%m-%d}          local time; one instant per process, each format formatted once
 //   \${x}                    a literal "${x}"
 //
@@ -75,7 +78,11 @@ class Resolver {
   Located evaluate(const std::string& text, const NodePath& at);
   std::string interpolate_string(const std::string& text, const NodePath& at);
   Located interpolation(const std::string& text, size_t& pos, const NodePath& at);
+  // The node a key names from `at` (absolute, or relative with leading dots); select() throws
+  // where find_key() gives nullopt.
+  std::optional<Located> find_key(const std::string& key, const NodePath& at);
   Located select(const std::string& key, const NodePath& at);
+  Located dict_argument(const std::string& resolver, const std::vector<YAML::Node>& args, const NodePath& at);
   YAML::Node argument(const std::string& text, const NodePath& at);
   YAML::Node call_resolver(const std::string& name, const std::vector<YAML::Node>& args, const NodePath& at);
 

@@ -137,6 +137,29 @@ TEST(Interpolation, EscapesAndDecode) {
   EXPECT_EQ(c.get<std::string>("a"), "${b}");
   EXPECT_EQ(c.get<std::string>("c"), "\\1");
   EXPECT_THAT(c.get<std::vector<int>>("d"), ElementsAre(1, 2));
+  EXPECT_CONFIG_ERROR(
+      load("e:\n  f: ${oc.decode:'[1,'}\n").get<std::string>("e.f"),
+      "oc.decode cannot parse '[1,': missing value (from 'e.f')");
+}
+
+// OmegaConf 2.3's oc.select, oc.dict.keys, oc.dict.values and oc.create.
+TEST(Interpolation, SelectDictResolversAndCreate) {
+  const Config c = load(
+      "a:\n  x: 1\n  y: ${b}\nb: 2\nm: ???\n"
+      "s1: ${oc.select:a.x}\ns2: ${oc.select:nope,5}\ns3: ${oc.select:m,'d'}\ns4: ${oc.select:nope}\n"
+      "keys: ${oc.dict.keys:a}\nvalues: ${oc.dict.values:a}\nrel:\n  n: 3\n  s: ${oc.select:.n}\n"
+      "made: \"${oc.create:'{p: 1, q: [2]}'}\"\nbad_keys: ${oc.dict.keys:b}\nno_keys: ${oc.dict.keys:zz}\n");
+  EXPECT_EQ(c.get<int>("s1"), 1);
+  EXPECT_EQ(c.get<int>("s2"), 5);
+  EXPECT_EQ(c.get<std::string>("s3"), "d");
+  EXPECT_FALSE(c.get_optional<int>("s4").has_value());
+  EXPECT_THAT(c.get<std::vector<std::string>>("keys"), ElementsAre("x", "y"));
+  EXPECT_THAT(c.get<std::vector<int>>("values"), ElementsAre(1, 2));
+  EXPECT_EQ(c.get<int>("rel.s"), 3);
+  EXPECT_EQ(c.get<int>("made.p"), 1);
+  EXPECT_THAT(c.get<std::vector<int>>("made.q"), ElementsAre(2));
+  EXPECT_CONFIG_ERROR(c.get<std::string>("bad_keys"), "oc.dict.keys: 'b' is not a mapping (from 'bad_keys')");
+  EXPECT_CONFIG_ERROR(c.get<std::string>("no_keys"), "oc.dict.keys: key 'zz' not found (from 'no_keys')");
 }
 
 TEST(Interpolation, NowIsFixedForTheProcess) {
