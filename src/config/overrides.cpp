@@ -396,13 +396,16 @@ class ValueParser {
         ++pos_;
       }
     }
-    // Trim unescaped blanks at both ends.
+    // Trim unescaped blanks at both ends: a blank is escaped by an odd run of backslashes before
+    // it, so one after an escaped backslash is trimmed.
     size_t first = text_.find_first_not_of(kWhitespace, begin);
     size_t last = pos_;
-    while (last > first && (text_[last - 1] == ' ' || text_[last - 1] == '\t') &&
-           !(last - 1 > first && text_[last - 2] == '\\')) {
-      --last;
-    }
+    const auto escaped = [&](size_t at) {
+      size_t run = 0;
+      while (at > first + run && text_[at - 1 - run] == '\\') ++run;
+      return run % 2 == 1;
+    };
+    while (last > first && (text_[last - 1] == ' ' || text_[last - 1] == '\t') && !escaped(last - 1)) --last;
     if (first == std::string::npos || first >= last) fail("missing value");
     const std::string raw = text_.substr(first, last - first);
     if (context == Context::kDictKey) return YAML::Node(unescape(raw));

@@ -258,12 +258,16 @@ TEST(OverrideValues, TextThatIsNotUtf8IsRefused) {
 
 TEST(OverrideValues, QuotesAndEscapes) {
   const Composition c = compose_over(
-      "", {"+q='it\\'s'", "+dq=\"say \\\"hi\\\"\"", "+path=C:\\dir", "+url=http://x:80/a", "+sp=a\\ "});
+      "", {"+q='it\\'s'", "+dq=\"say \\\"hi\\\"\"", "+path=C:\\dir", "+url=http://x:80/a", "+sp=a\\ ",
+           "+bs=a\\\\ ", "+bsp=a\\\\\\ "});
   EXPECT_EQ(c.config.get<std::string>("q"), "it's");
   EXPECT_EQ(c.config.get<std::string>("dq"), "say \"hi\"");
   EXPECT_EQ(c.config.get<std::string>("path"), "C:\\dir");
   EXPECT_EQ(c.config.get<std::string>("url"), "http://x:80/a");
   EXPECT_EQ(c.config.get<std::string>("sp"), "a ");
+  // An escaped backslash before a trailing blank: the blank is trimmed, as Hydra's WS token is.
+  EXPECT_EQ(c.config.get<std::string>("bs"), "a\\");
+  EXPECT_EQ(c.config.get<std::string>("bsp"), "a\\ ");
 }
 
 }  // namespace
