@@ -226,6 +226,68 @@ std::unordered_map<std::string, std::string> read_split_list(const std::filesyst
   return splits;
 }
 
+// One COCO captions file's images (its "images" list) under `image_dir`, and each id's place.
+struct CocoImages {
+  std::vector<ImageRecord> records;
+  std::unordered_map<int64_t, size_t> by_id;
+};
+
+CocoImages read_coco_images(
+    const std::filesystem::path& file,
+    const Json::Array& images,
+    const std::filesystem::path& image_dir,
+    DuplicateCheck& duplicates) {
+  CocoImages read;
+  for (size_t i = 0; i < images.size(); ++i) {
+    ImageRecord record;
+    int64_t id = 0;
+    try {
+      id = images[i].at("id").as_int64();
+      const std::string& file_name = images[i].at("file_name").as_string();
+      if (file_name.empty()) throw std::invalid_argument("empty \"file_name\"");
+      record.image_id = std::to_string(id);
+      record.path = image_dir / file_name;
+    } catch (const std::invalid_argument& error) {
+      entry_error(file, at_index("images", i), error.what());
+    }
+    duplicates.add(record.image_id, record.path, file, at_index("images", i));
+    read.by_id.emplace(id, read.records.size());
+    read.records.push_back(std::move(record));
+  }
+  return read;
+}
+
+// The file's "annotations" added to its images: a caption with no words is kept only as a
+// reference (coco-caption scores against it), and counted.
+void add_coco_captions(
+    const std::filesystem::path& file, const Json::Array& annotations, CocoImages& images) {
+  LeftOut empty_captions(file, "empty captions");
+  for (size_t a = 0; a < annotations.size(); ++a) {
+    Caption caption;
+    int64_t image_id = 0;
+    try {
+      image_id = annotations[a].at("image_id").as_int64();
+      caption.raw = annotations[a].at("caption").as_string();
+    } catch (const std::invalid_argument& error) {
+      entry_error(file, at_index("annotations", a), error.what());
+    }
+    const auto it = images.by_id.find(image_id);
+    if (it == images.by_id.end()) {
+      entry_error(
+          file, at_index("annotations", a), "image_id " + std::to_string(image_id) + " is not in \"images\"");
+    }
+    ImageRecord& record = images.records[it->second];
+    caption.words = tokenize(caption.raw);
+    if (caption.words.empty()) {
+      empty_captions.add(at_index("annotations", a) + " of image " + std::to_string(image_id));
+      record.wordless_references.push_back(std::move(caption.raw));
+      continue;
+    }
+    record.captions.push_back(std::move(caption));
+  }
+  empty_captions.summarize();
+}
+
 }  // namespace
 
 CaptionCorpus read_coco_captions(
@@ -248,53 +310,11 @@ CaptionCorpus read_coco_captions(
   for (size_t f = 0; f < captions_files.size(); ++f) {
     const auto& file = captions_files[f];
     const Json document = read_json_file(file);
-    const Json::Array& images = top_level_array(document, "images", file);
-    const Json::Array& annotations = top_level_array(document, "annotations", file);
-    std::vector<ImageRecord> records;
-    std::unordered_map<int64_t, size_t> by_id;
-    for (size_t i = 0; i < images.size(); ++i) {
-      ImageRecord record;
-      int64_t id = 0;
-      try {
-        id = images[i].at("id").as_int64();
-        const std::string& file_name = images[i].at("file_name").as_string();
-        if (file_name.empty()) throw std::invalid_argument("empty \"file_name\"");
-        record.image_id = std::to_string(id);
-        record.path = image_dirs[f] / file_name;
-      } catch (const std::invalid_argument& error) {
-        entry_error(file, at_index("images", i), error.what());
-      }
-      duplicates.add(record.image_id, record.path, file, at_index("images", i));
-      by_id.emplace(id, records.size());
-      records.push_back(std::move(record));
-    }
-    LeftOut empty_captions(file, "empty captions");
-    for (size_t a = 0; a < annotations.size(); ++a) {
-      Caption caption;
-      int64_t image_id = 0;
-      try {
-        image_id = annotations[a].at("image_id").as_int64();
-        caption.raw = annotations[a].at("caption").as_string();
-      } catch (const std::invalid_argument& error) {
-        entry_error(file, at_index("annotations", a), error.what());
-      }
-      const auto it = by_id.find(image_id);
-      if (it == by_id.end()) {
-        entry_error(
-            file, at_index("annotations", a),
-            "image_id " + std::to_string(image_id) + " is not in \"images\"");
-      }
-      caption.words = tokenize(caption.raw);
-      if (caption.words.empty()) {
-        empty_captions.add(at_index("annotations", a) + " of image " + std::to_string(image_id));
-        records[it->second].wordless_references.push_back(std::move(caption.raw));
-        continue;
-      }
-      records[it->second].captions.push_back(std::move(caption));
-    }
-    empty_captions.summarize();
+    CocoImages images =
+        read_coco_images(file, top_level_array(document, "images", file), image_dirs[f], duplicates);
+    add_coco_captions(file, top_level_array(document, "annotations", file), images);
     LeftOut captionless_images(file, "images without captions");
-    for (auto& record : records) {
+    for (auto& record : images.records) {
       auto split = splits.find(record.image_id);
       if (split == splits.end()) split = splits.find(record.path.filename().string());
       if (split == splits.end()) {
