@@ -9,6 +9,7 @@
 #include <optional>
 #include <regex>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,23 @@ const char kWhitespace[] = " \t";
 const std::string kEscapable = "\\()[]{}:=, \t";
 // More range values than this is certainly a typo (and would exhaust memory).
 const long long kMaxRangeValues = 1000000;
+
+// The characters the grammar's lexer takes in unquoted text besides the delimiters, escapes and
+// interpolations (ID, UNQUOTED_CHAR, COLON and WS tokens): ASCII letters and digits, _ - / + . $
+// % * @ ? | \ : and blanks. Hydra and OmegaConf refuse any other, non-ASCII letters included.
+bool is_unquoted_char(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x80 &&
+         (std::isalnum(byte) || std::string_view("_-/+.$%*@?|\\: \t").find(c) != std::string_view::npos);
+}
+
+// The UTF-8 character starting at `at` of valid UTF-8 text, whole (ConfigError escapes a control
+// character).
+std::string utf8_character_at(const std::string& text, size_t at) {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  const size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+  return text.substr(at, length);
+}
 
 // Typed primitives of the grammar (INT, FLOAT, BOOL, NULL tokens); anything else is a string.
 YAML::Node typed_primitive(const std::string& text) {
@@ -392,8 +410,12 @@ class ValueParser {
         break;
       } else if (c == '[' || c == '{' || c == '(' || c == '=' || c == '\'' || c == '"') {
         fail(std::string("unexpected '") + c + "'");
-      } else {
+      } else if (is_unquoted_char(c)) {
         ++pos_;
+      } else {
+        fail(
+            "token recognition error at: '" + utf8_character_at(text_, pos_) +
+            "' (quote a value holding it)");
       }
     }
     // Trim unescaped blanks at both ends: a blank is escaped by an odd run of backslashes before

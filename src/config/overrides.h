@@ -7,8 +7,9 @@
 //
 // Values: null; ints (10, -20, 1_000); floats (3.14, 1e-3, inf, nan); bools in any case;
 // 'single' or "double" quoted strings; lists [a,[b,c]]; dicts {a:10,b:20}; interpolations
-// ${a.b} kept as text; any other text is a string with inner spaces kept, outer spaces trimmed
-// and `\` escaping any of `\ ( ) [ ] { } : = ,` and space/tab. Sweeps: `a,b` (two or more
+// ${a.b} kept as text; any other text (ASCII letters and digits, `_ - / + . $ % * @ ? | \ :`,
+// blanks: Hydra's lexer refuses other characters unquoted) is a string with inner spaces kept,
+// outer spaces trimmed and `\` escaping any of `\ ( ) [ ] { } : = ,` and space/tab. Sweeps: `a,b` (two or more
 // elements at the top level), choice(a,b), range([start,]stop[,step]), glob(include[,exclude]),
 // sort(...), tag(..., sweep); casts int(), float(), str(), bool() of values and sweeps.
 #pragma once

@@ -253,7 +253,34 @@ TEST(OverrideValues, TextThatIsNotUtf8IsRefused) {
   EXPECT_CONFIG_ERROR(
       compose_over("", {"+name=caf\xE9"}),
       "Override '+name=caf\\xE9' is not valid UTF-8 (at byte 9); pass text in UTF-8");
-  EXPECT_EQ(compose_over("", {"+name=caf\xC3\xA9"}).config.get<std::string>("name"), "caf\xC3\xA9");
+  EXPECT_EQ(compose_over("", {"+name='caf\xC3\xA9'"}).config.get<std::string>("name"), "caf\xC3\xA9");
+}
+
+// Unquoted text holds only what Hydra's lexer takes: ASCII letters, digits, _ - / + . $ % * @ ? |
+// \ : and blanks. Any other character is its token recognition error; quoted, it is kept.
+TEST(OverrideValues, CharactersOutsideTheUnquotedSetAreRefused) {
+  for (const std::string character :
+       {"!", "#", "&", "~", "^", ";", "<", ">", "`", "\xC3\xA9", "\xE2\x82\xAC"}) {
+    SCOPED_TRACE(character);
+    EXPECT_CONFIG_ERROR(
+        compose_over("", {"+name=run" + character + "1"}), "Error parsing override '+name=run" + character +
+                                                               "1': token recognition error at: '" +
+                                                               character + "' (quote a value holding it)");
+    EXPECT_EQ(
+        compose_over("", {"+name='run" + character + "1'"}).config.get<std::string>("name"),
+        "run" + character + "1");
+  }
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+l=[a,b\x01]"}),
+      "Error parsing override '+l=[a,b\\u0001]': token recognition error at: '\\u0001' (quote a value "
+      "holding it)");
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+d={k#:1}"}), "Error parsing override '+d={k#:1}': token recognition error at: '#'");
+  EXPECT_CONFIG_ERROR(
+      compose_over("", {"+x=choice(a,b!)"}),
+      "Error parsing override '+x=choice(a,b!)': token recognition error at: '!'");
+  const auto kept = compose_over("", {"+p=/a-b_c/+d.e$f%g*h@i?j|k\\l:m n"}).config;
+  EXPECT_EQ(kept.get<std::string>("p"), "/a-b_c/+d.e$f%g*h@i?j|k\\l:m n");
 }
 
 TEST(OverrideValues, QuotesAndEscapes) {
