@@ -9,9 +9,10 @@
 // 'single' or "double" quoted strings; lists [a,[b,c]]; dicts {a:10,b:20}; interpolations
 // ${a.b} kept as text; any other text (ASCII letters and digits, `_ - / + . $ % * @ ? | \ :`,
 // blanks: Hydra's lexer refuses other characters unquoted) is a string with inner spaces kept,
-// outer spaces trimmed and `\` escaping any of `\ ( ) [ ] { } : = ,` and space/tab. Sweeps: `a,b` (two or more
-// elements at the top level), choice(a,b), range([start,]stop[,step]), glob(include[,exclude]),
-// sort(...), tag(..., sweep); casts int(), float(), str(), bool() of values and sweeps.
+// outer spaces trimmed and `\` escaping any of `\ ( ) [ ] { } : = ,` and space/tab.
+// Sweeps: `a,b` (two or more elements at the top level), choice(a,b), range([start,]stop[,step]),
+// glob(include[,exclude]), sort(...), tag(..., sweep); casts int(), float(), str(), bool() of
+// values and sweeps (override_functions.h).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
