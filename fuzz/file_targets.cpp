@@ -1,5 +1,5 @@
 // Fuzz targets over files: safetensors, the caption corpora, images, vocab.json, the caption
-// files `saccade score` reads, a feature cache.
+// files `saccade score` reads, a feature cache, a checkpoint's state.json.
 #include <filesystem>
 #include <string>
 
@@ -10,6 +10,7 @@
 #include "eval/caption_files.h"
 #include "fuzz_targets.h"
 #include "io/safetensors.h"
+#include "io/train_state.h"
 
 namespace saccade::fuzz {
 
@@ -69,6 +70,16 @@ void fuzz_vocabulary(std::string_view input) {
     const std::string saved = scratch_file("", "vocab_saved.json");
     vocabulary.save(saved);
     require(Vocabulary::load(saved) == vocabulary, "a vocabulary does not read back as saved");
+  });
+}
+
+void fuzz_train_state(std::string_view input) {
+  const std::string path = scratch_file(input, "state.json");
+  expect_clean_refusal([&] {
+    const TrainState state = read_train_state(path);
+    const std::string saved = scratch_file("", "state_saved.json");
+    write_train_state(saved, state);
+    require(read_train_state(saved) == state, "a state.json does not read back as written");
   });
 }
 

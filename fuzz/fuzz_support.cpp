@@ -48,7 +48,8 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"image", fuzz_image},
       {"vocabulary", fuzz_vocabulary},
       {"caption_files", fuzz_caption_files},
-      {"feature_cache", fuzz_feature_cache}};
+      {"feature_cache", fuzz_feature_cache},
+      {"train_state", fuzz_train_state}};
   return targets;
 }
 

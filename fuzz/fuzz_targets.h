@@ -30,6 +30,7 @@ void fuzz_image(std::string_view input);          // an image file of any suppor
 void fuzz_vocabulary(std::string_view input);     // a checkpoint's vocab.json
 void fuzz_caption_files(std::string_view input);  // a references or results file for `saccade score`
 void fuzz_feature_cache(std::string_view input);  // features.json; after a NUL byte, its first shard
+void fuzz_train_state(std::string_view input);    // a checkpoint's state.json
 
 struct FuzzTarget {
   const char* name;  // also the folder of its corpus: fuzz/corpus/<name>/

@@ -15,31 +15,13 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include <cstdint>
 #include <filesystem>
-#include <optional>
 #include <string>
 
 #include "data/vocabulary.h"
+#include "io/train_state.h"
 
 namespace saccade {
-
-// Training progress, saved with every checkpoint.
-struct TrainState {
-  int64_t epoch = 0;                         // epochs completed
-  int64_t step = 0;                          // optimizer steps taken
-  double learning_rate = 0.0;                // the decoder's current learning rate
-  double encoder_learning_rate = 0.0;        // the fine-tuned encoder's current learning rate
-  std::optional<double> best_metric;         // best validation score so far (higher is better)
-  int64_t best_epoch = 0;                    // the epoch that reached it
-  int64_t epochs_without_improvement = 0;    // for early stopping and reduce-on-plateau
-  int64_t plateau_epochs = 0;                // epochs since the learning rate was last reduced on plateau
-  std::optional<double> reinforce_baseline;  // hard attention: the moving average of log p(y | s, a)
-  std::optional<double> loss_scale;          // runtime.precision=fp16: the gradient scaler's scale
-  int64_t loss_scale_good_steps = 0;         // and its steps without overflow since it last changed
-};
-
-bool operator==(const TrainState& a, const TrainState& b);
 
 // The files of a checkpoint folder.
 struct CheckpointFiles {
