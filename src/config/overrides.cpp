@@ -31,9 +31,8 @@ bool is_unquoted_char(char c) {
 // The UTF-8 character starting at `at` of valid UTF-8 text, whole (ConfigError escapes a control
 // character).
 std::string utf8_character_at(const std::string& text, size_t at) {
-  const auto lead = static_cast<unsigned char>(text[at]);
-  const size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-  return text.substr(at, length);
+  return text.substr(
+      at, utf8_sequence_length(reinterpret_cast<const unsigned char*>(text.data()) + at, text.size() - at));
 }
 
 std::string unescape(const std::string& raw) {
