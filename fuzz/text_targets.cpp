@@ -86,10 +86,24 @@ void fuzz_ptb_tokenizer(std::string_view input) {
     for (const auto& word : split_at_python_whitespace(alone)) {
       require(word.find_first_of(" \t\n\r\f\v") == std::string::npos, "a word with a space: " + word);
     }
+    for (const auto& token : listed[i]) {
+      require(
+          token.find_first_of(" \n") == std::string::npos, "a listed token with a space or '\\n': " + token);
+    }
+    // What follows a caption changes its tokens only through rules that look past its end, which
+    // a lower-case next line does not meet, or through an SGML tag with a quoted attribute, which
+    // may run over line breaks: from a '<' in this caption or one before to a '>' in this one or
+    // one after.
     const bool lower_case_next =
         i + 1 < captions.size() && std::islower(static_cast<unsigned char>(captions[i + 1][0]));
+    const auto holds = [&](size_t j, char c) { return captions[j].find(c) != std::string::npos; };
+    bool tag_opened = false, tag_closed = false;
+    for (size_t j = 0; j < captions.size(); ++j) {
+      tag_opened |= j <= i && holds(j, '<');
+      tag_closed |= j >= i && holds(j, '>');
+    }
     require(
-        !lower_case_next || listed[i] == alone,
+        !lower_case_next || (tag_opened && tag_closed) || listed[i] == alone,
         "caption " + std::to_string(i) + " lexed apart from its list");
   }
 }

@@ -23,25 +23,20 @@ bool is_python_space(char16_t unit) {
          unit == 0x202F || unit == 0x205F || unit == 0x3000;
 }
 
-// The output line PTBTokenizer writes for `tokens`: lower-cased, joined by spaces, with unpaired
-// surrogates as '?', the way Java's UTF-8 writer replaces them.
-std::u16string output_line(const PtbToken* first, const PtbToken* last) {
-  std::u16string line;
-  for (const PtbToken* token = first; token != last; ++token) {
-    if (!line.empty()) line += u' ';
-    std::u16string lower = ptb_java_lower_case(token->text);
-    for (size_t i = 0; i < lower.size(); ++i) {
-      const bool high = lower[i] >= 0xD800 && lower[i] <= 0xDBFF;
-      const bool paired = high && i + 1 < lower.size() && lower[i + 1] >= 0xDC00 && lower[i + 1] <= 0xDFFF;
-      if (paired) {
-        ++i;
-      } else if (lower[i] >= 0xD800 && lower[i] <= 0xDFFF) {
-        lower[i] = u'?';
-      }
+// Appends a token as PTBTokenizer writes it: lower-cased, with unpaired surrogates as '?', the
+// way Java's UTF-8 writer replaces them.
+void append_output_token(std::u16string& out, const PtbToken& token) {
+  std::u16string lower = ptb_java_lower_case(token.text);
+  for (size_t i = 0; i < lower.size(); ++i) {
+    const bool high = lower[i] >= 0xD800 && lower[i] <= 0xDBFF;
+    const bool paired = high && i + 1 < lower.size() && lower[i + 1] >= 0xDC00 && lower[i + 1] <= 0xDFFF;
+    if (paired) {
+      ++i;
+    } else if (lower[i] >= 0xD800 && lower[i] <= 0xDFFF) {
+      lower[i] = u'?';
     }
-    line += lower;
   }
-  return line;
+  out += lower;
 }
 
 // ptbtokenizer.py's tokens of one output line: line.rstrip().split(' '), less PUNCTUATIONS.
@@ -63,27 +58,45 @@ std::vector<std::string> kept_pieces(std::u16string_view line) {
 
 // Each caption's tokens when `captions` are lexed as one text, one per line ('\n' inside one
 // made a space), the last followed by `ending`: the lexer's trailing-context rules look past a
-// line's end. A token belongs to the caption its text begins in.
+// line's end. PTBTokenizer writes the tokens joined by ' ', each line break between them as a
+// '\n'; a token that holds a line break (an SGML tag with a quoted attribute may) keeps it raw,
+// and ptbtokenizer.py's split('\n') cuts the token there, its rest going to the next caption.
 std::vector<std::vector<std::string>> tokenize_lines(
     const std::vector<std::string>& captions, std::u16string_view ending) {
   std::u16string text;
-  std::vector<size_t> line_ends;
-  for (const std::string& caption : captions) {
-    if (!line_ends.empty()) text += u'\n';
-    std::string line = caption;
+  std::vector<size_t> breaks;  // where each '\n' between two captions is
+  if (captions.empty()) return {};
+  for (size_t i = 0; i < captions.size(); ++i) {
+    if (i > 0) {
+      breaks.push_back(text.size());
+      text += u'\n';
+    }
+    std::string line = captions[i];
     std::replace(line.begin(), line.end(), '\n', ' ');
     text += ptb_utf8_to_utf16(line);
-    line_ends.push_back(text.size());
   }
   text += ending;
-  const std::vector<PtbToken> tokens = ptb_lex(text);
+  std::u16string output;
+  size_t breaks_written = 0;  // as '\n' of the output, between tokens or inside one
+  for (const PtbToken& token : ptb_lex(text)) {
+    const auto breaks_before =
+        static_cast<size_t>(std::lower_bound(breaks.begin(), breaks.end(), token.begin) - breaks.begin());
+    if (breaks_before > breaks_written) {
+      output.append(breaks_before - breaks_written, u'\n');
+      breaks_written = breaks_before;
+    } else if (!output.empty() && output.back() != u'\n') {
+      output += u' ';
+    }
+    append_output_token(output, token);
+    breaks_written += static_cast<size_t>(std::count(token.text.begin(), token.text.end(), u'\n'));
+  }
+  if (breaks.size() > breaks_written) output.append(breaks.size() - breaks_written, u'\n');
   std::vector<std::vector<std::string>> lines;
-  const PtbToken* token = tokens.data();
-  const PtbToken* const end = token + tokens.size();
-  for (const size_t line_end : line_ends) {
-    const PtbToken* first = token;
-    while (token != end && token->begin < line_end) ++token;
-    lines.push_back(kept_pieces(output_line(first, token)));
+  size_t start = 0;
+  for (size_t i = 0; i <= output.size(); ++i) {
+    if (i < output.size() && output[i] != u'\n') continue;
+    lines.push_back(kept_pieces(std::u16string_view(output).substr(start, i - start)));
+    start = i + 1;
   }
   return lines;
 }

@@ -69,6 +69,18 @@ TEST(PtbTokenize, CaptionsInAListSeeTheLineAfterThem) {
   EXPECT_TRUE(ptb_tokenize_captions({}).empty());
 }
 
+// An SGML tag's quoted attribute may hold the line break between two captions: PTBTokenizer
+// writes that tag as one token with the break inside, and ptbtokenizer.py's split('\n') gives its
+// rest to the next caption (the tag's spaces are U+00A0, which ' ' does not split).
+TEST(PtbTokenize, ATagRunningOverALineBreakIsCutThere) {
+  EXPECT_EQ(
+      ptb_tokenize_captions({"<a b='x", "y'> dog", "a cat"}),
+      (std::vector<Tokens>{{"<a\u00a0b='x"}, {"y'>", "dog"}, {"a", "cat"}}));
+  // Closed on its own line, the tag is the line's own token and the next line is untouched.
+  EXPECT_EQ(
+      ptb_tokenize_captions({"<a b='x'>", "y dog"}), (std::vector<Tokens>{{"<a\u00a0b='x'>"}, {"y", "dog"}}));
+}
+
 TEST(PtbTokenize, QuotesDashesAndEllipsesAreRemoved) {
   EXPECT_EQ(
       ptb_tokenize("He said \"hi\" -- and `left' - slowly..."),
