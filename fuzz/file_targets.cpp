@@ -1,7 +1,9 @@
 // Fuzz targets over files: safetensors, the caption corpora, images, vocab.json, the caption
 // files `saccade score` reads, a feature cache, a checkpoint's state.json.
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "data/caption_corpus.h"
 #include "data/feature_cache.h"
@@ -86,8 +88,15 @@ void fuzz_train_state(std::string_view input) {
 void fuzz_caption_files(std::string_view input) {
   const std::string path = scratch_file(input, "captions.json");
   expect_clean_refusal([&] {
-    for (const auto& [id, references] : read_reference_captions(path))
-      require(!references.empty(), "an image without references: " + id);
+    const ReferenceCaptions references = read_reference_captions(path);
+    for (const auto& [id, captions] : references.captions)
+      require(!captions.empty(), "an image without references: " + id);
+    std::vector<std::string> ordered = references.image_order;
+    std::sort(ordered.begin(), ordered.end());
+    require(
+        std::adjacent_find(ordered.begin(), ordered.end()) == ordered.end() &&
+            ordered.size() == references.captions.size(),
+        "the image order does not list each image once");
   });
   expect_clean_refusal([&] { read_result_captions(path); });
 }

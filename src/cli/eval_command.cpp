@@ -65,7 +65,7 @@ int run_eval(const Job& job) {
   if (!against_path.empty()) {
     const auto agreement = compare_captions(
         evaluated.decoded.references, results.candidates, results.scores, against, against_path,
-        score_options_from(run.config));
+        score_options_from(run.config), evaluated.decoded.image_order);
     std::cout << "Against " << against_path << ":\n" << describe(agreement);
   }
   return 0;

@@ -106,10 +106,10 @@ int run_score(const Job& job) {
   }
 
   keep_images_in_both(
-      references, results, references_path, results_path, invocation.has_flag("--allow-partial"));
+      references.captions, results, references_path, results_path, invocation.has_flag("--allow-partial"));
 
   const ScoreOptions options = score_options_from(job.composition.config);
-  const CaptionScores scores = score_captions(references, results, options);
+  const CaptionScores scores = score_captions(references.captions, results, options, references.image_order);
   if (scores.empty_candidates > 0) {
     log::warn() << scores.empty_candidates << " of " << results.size()
                 << " captions are empty after normalization; they score 0";
@@ -130,8 +130,9 @@ int run_score(const Job& job) {
         log::warn() << against_path.string() << ": " << dropped
                     << " captions of images not scored are left out";
     }
-    const auto agreement =
-        compare_captions(references, results, scores, against, against_path.string(), options);
+    const auto agreement = compare_captions(
+        references.captions, results, scores, against, against_path.string(), options,
+        references.image_order);
     std::cout << images << describe(agreement);
     return 0;
   }

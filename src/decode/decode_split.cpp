@@ -237,7 +237,7 @@ SplitResults score_split(
       checkpoint_epoch,
       decoded.image_order,
       decoded.candidates,
-      score_captions(decoded.references, decoded.candidates, options),
+      score_captions(decoded.references, decoded.candidates, options, decoded.image_order),
       decoded.shapes,
       decoded.n_best,
       caption_diversity(decoded.candidates, decoded.n_best, training_captions)};

@@ -55,7 +55,8 @@ CaptionAgreement compare_captions(
     const CaptionScores& scores,
     const std::map<std::string, std::string>& against,
     const std::string& against_name,
-    const ScoreOptions& options) {
+    const ScoreOptions& options,
+    const std::vector<std::string>& file_order) {
   std::vector<std::string> image_ids;
   for (const auto& [id, caption] : captions) image_ids.push_back(id);
   check_same_images(image_ids, against, against_name);
@@ -63,7 +64,7 @@ CaptionAgreement compare_captions(
   agreement.images = static_cast<int64_t>(captions.size());
   for (const auto& [id, caption] : captions) agreement.identical += caption == against.at(id);
   agreement.scores = scores;
-  agreement.against = score_captions(references, against, options);
+  agreement.against = score_captions(references, against, options, file_order);
   return agreement;
 }
 

@@ -31,15 +31,16 @@ void check_same_images(
     const std::map<std::string, std::string>& against,
     const std::string& against_name);
 
-// `scores` are `captions`' (as score_captions gave them); `against` must caption exactly the same
-// images (check_same_images).
+// `scores` are `captions`' (as score_captions gave them, in `file_order`); `against` must caption
+// exactly the same images (check_same_images), and is scored in the same order.
 CaptionAgreement compare_captions(
     const std::map<std::string, std::vector<std::string>>& references,
     const std::map<std::string, std::string>& captions,
     const CaptionScores& scores,
     const std::map<std::string, std::string>& against,
     const std::string& against_name,
-    const ScoreOptions& options);
+    const ScoreOptions& options,
+    const std::vector<std::string>& file_order = {});
 
 // The identical captions' count and share, then one line per metric: the captions' score, the
 // other captions', and the difference (METEOR as unavailable where either lacks it).

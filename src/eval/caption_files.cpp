@@ -2,6 +2,7 @@
 // the file and the JSON path of the entry, so a user can find it.
 #include "eval/caption_files.h"
 
+#include <set>
 #include <stdexcept>
 
 #include "io/json.h"
@@ -49,16 +50,36 @@ std::string at_index(const std::string& where, size_t index) {
 
 }  // namespace
 
-std::map<std::string, std::vector<std::string>> read_reference_captions(const std::filesystem::path& path) {
+ReferenceCaptions read_reference_captions(const std::filesystem::path& path) {
   const Json document = read_json_file(path);
   const std::string name = path.string();
-  std::map<std::string, std::vector<std::string>> references;
+  ReferenceCaptions references;
+  auto& captions = references.captions;
+  const auto add = [&](const std::string& id, const std::string& caption) {
+    auto [entry, added] = captions.try_emplace(id);
+    if (added) references.image_order.push_back(id);
+    entry->second.push_back(caption);
+  };
   if (document.find("annotations") != nullptr) {
     const Json::Array& annotations = array_member(document, "annotations", name);
     for (size_t i = 0; i < annotations.size(); ++i) {
       const std::string where = at_index(name + ": annotations", i);
-      references[id_member(annotations[i], "image_id", where)].push_back(
-          string_member(annotations[i], "caption", where));
+      add(id_member(annotations[i], "image_id", where), string_member(annotations[i], "caption", where));
+    }
+    // coco-caption goes through the images as the file lists them.
+    if (document.find("images") != nullptr) {
+      const Json::Array& images = array_member(document, "images", name);
+      std::vector<std::string> listed;
+      for (size_t i = 0; i < images.size(); ++i) {
+        const std::string id = id_member(images[i], "id", at_index(name + ": images", i));
+        if (captions.count(id) > 0) listed.push_back(id);
+      }
+      listed.insert(listed.end(), references.image_order.begin(), references.image_order.end());
+      references.image_order.clear();
+      std::set<std::string> placed;
+      for (const std::string& id : listed) {
+        if (placed.insert(id).second) references.image_order.push_back(id);
+      }
     }
   } else if (document.find("images") != nullptr) {
     const Json::Array& images = array_member(document, "images", name);
@@ -68,7 +89,7 @@ std::map<std::string, std::vector<std::string>> read_reference_captions(const st
       const std::string id = id_member(image, image.find("cocoid") != nullptr ? "cocoid" : "imgid", where);
       const Json::Array& sentences = array_member(image, "sentences", where);
       for (size_t k = 0; k < sentences.size(); ++k) {
-        references[id].push_back(string_member(sentences[k], "raw", at_index(where + ".sentences", k)));
+        add(id, string_member(sentences[k], "raw", at_index(where + ".sentences", k)));
       }
     }
   } else {
@@ -76,7 +97,7 @@ std::map<std::string, std::vector<std::string>> read_reference_captions(const st
         name +
         ": expected COCO captions ({\"annotations\": [...]}) or a Karpathy split ({\"images\": [...]})");
   }
-  if (references.empty()) throw std::invalid_argument(name + ": holds no reference caption");
+  if (captions.empty()) throw std::invalid_argument(name + ": holds no reference caption");
   return references;
 }
 

@@ -3,7 +3,7 @@
 //
 //   auto references = read_reference_captions("captions_val2014.json");  // or dataset_coco.json
 //   auto candidates = read_result_captions("results/test.json");
-//   CaptionScores s = score_captions(references, candidates, options);   // after matching ids
+//   CaptionScores s = score_captions(references.captions, candidates, options, references.image_order);
 //
 // Image ids become text: 42 and "42" are the same image. Malformed JSON (including bytes that
 // are not UTF-8) is a std::invalid_argument "path:line:column: ..."; a well-formed file of the
@@ -18,12 +18,19 @@
 
 namespace saccade {
 
+struct ReferenceCaptions {
+  std::map<std::string, std::vector<std::string>> captions;  // by image id, in the file's order
+  // The images in the order the file lists them, which coco-caption scores in: a COCO file's
+  // "images" (then any image only its annotations name, in their order); a split's entries.
+  std::vector<std::string> image_order;
+};
+
 // Reference captions by image id, from either
-//   COCO captions:  {"annotations": [{"image_id": 42, "caption": "A dog ..."}, ...], ...}
-//   Karpathy split: {"images": [{"cocoid": 42, "sentences": [{"raw": "A dog ..."}, ...]}, ...]}
+//   COCO captions:  {"images": [{"id": 42}, ...], "annotations": [{"image_id": 42, "caption": "A dog ..."},
+//   ...]} Karpathy split: {"images": [{"cocoid": 42, "sentences": [{"raw": "A dog ..."}, ...]}, ...]}
 // (a Karpathy entry without "cocoid", as in Flickr8k/30k, is keyed by its "imgid"; every split
 // in the file is read).
-std::map<std::string, std::vector<std::string>> read_reference_captions(const std::filesystem::path& path);
+ReferenceCaptions read_reference_captions(const std::filesystem::path& path);
 
 // Candidate captions by image id from a COCO results file: [{"image_id": 42, "caption": "..."}].
 // An image id given twice is an error, as coco-caption accepts one caption per image.

@@ -2,8 +2,12 @@
 #include "eval/caption_scores.h"
 
 #include <cstddef>
+#include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "eval/ptb_tokenizer.h"
 
@@ -23,26 +27,42 @@ std::vector<Tokens> tokenize(const std::vector<std::string>& captions, bool norm
   return all;
 }
 
-// Each image's candidate and references, tokenized, in id order. Each side is tokenized as one
-// file, image by image (coco-caption's follows the annotation file; only the line after an
-// image's last reference can differ).
+// The images in the order coco-caption tokenizes and averages them: as `file_order` lists them,
+// then those it does not list in id order.
+std::vector<std::string> scoring_order(
+    const std::map<std::string, std::string>& candidates, const std::vector<std::string>& file_order) {
+  std::vector<std::string> order;
+  std::set<std::string> placed;
+  for (const std::string& id : file_order) {
+    if (candidates.count(id) > 0 && placed.insert(id).second) order.push_back(id);
+  }
+  for (const auto& [id, caption] : candidates) {
+    if (placed.count(id) == 0) order.push_back(id);
+  }
+  return order;
+}
+
+// Each image's candidate and references, tokenized, in `order`. Each side is tokenized as one
+// file, image by image, as coco-caption's tokenizer reads it: some of the lexer's rules look
+// past a caption's end, into the next image's.
 std::vector<ImageTokens> tokenize_images(
     const std::map<std::string, std::vector<std::string>>& references,
     const std::map<std::string, std::string>& candidates,
+    const std::vector<std::string>& order,
     bool normalize) {
   std::vector<std::string> candidate_texts, reference_texts;
-  for (const auto& [id, caption] : candidates) {
+  for (const std::string& id : order) {
     const auto it = references.find(id);
     if (it == references.end())
       throw std::invalid_argument("Image '" + id + "' has a candidate but no references");
-    candidate_texts.push_back(caption);
+    candidate_texts.push_back(candidates.at(id));
     reference_texts.insert(reference_texts.end(), it->second.begin(), it->second.end());
   }
   std::vector<Tokens> candidate_tokens = tokenize(candidate_texts, normalize);
   const std::vector<Tokens> reference_tokens = tokenize(reference_texts, normalize);
   std::vector<ImageTokens> images;
   auto next_reference = reference_tokens.begin();
-  for (const auto& [id, caption] : candidates) {
+  for (const std::string& id : order) {
     ImageTokens& image = images.emplace_back();
     image.candidate = std::move(candidate_tokens[images.size() - 1]);
     const auto count = static_cast<std::ptrdiff_t>(references.at(id).size());
@@ -75,7 +95,8 @@ ScoreOptions score_options_from(const Config& config) {
 CaptionScores score_captions(
     const std::map<std::string, std::vector<std::string>>& references,
     const std::map<std::string, std::string>& candidates,
-    const ScoreOptions& options) {
+    const ScoreOptions& options,
+    const std::vector<std::string>& file_order) {
   if (candidates.empty()) throw std::invalid_argument("There are no captions to score");
   for (const auto& [id, captions] : references) {
     if (candidates.count(id) == 0)
@@ -85,10 +106,15 @@ CaptionScores score_captions(
   // coco-caption's scorers read the tokenizer's output two ways: rouge.py and meteor.py split it
   // at ' ' only, BLEU and CIDEr-D at any whitespace, which also cuts a token the tokenizer spaced
   // with U+00A0 ("3 1/2").
-  const std::vector<ImageTokens> spaced = tokenize_images(references, candidates, options.normalize);
+  const std::vector<std::string> order = scoring_order(candidates, file_order);
+  const std::vector<ImageTokens> spaced = tokenize_images(references, candidates, order, options.normalize);
   const std::vector<ImageTokens> words = options.normalize ? words_of(spaced) : spaced;
   CaptionScores scores;
-  for (const auto& [id, caption] : candidates) scores.images.emplace_back().image_id = id;
+  std::map<std::string, size_t> place;  // each image's index in scores.images, which go in id order
+  for (const auto& [id, caption] : candidates) {
+    place[id] = scores.images.size();
+    scores.images.emplace_back().image_id = id;
+  }
   for (const ImageTokens& image : words) scores.empty_candidates += image.candidate.empty();
 
   const BleuScores bleu_scores = bleu(words);
@@ -100,17 +126,18 @@ CaptionScores score_captions(
   } else {
     scores.meteor_unavailable = meteor_scores.unavailable_reason;
   }
+  std::vector<double> rouge_scores;
   for (size_t i = 0; i < spaced.size(); ++i) {
-    ImageScores& image = scores.images[i];
+    ImageScores& image = scores.images[place.at(order[i])];
     image.bleu = bleu_scores.per_image[i];
     image.rouge_l = rouge_l(spaced[i].candidate, spaced[i].references);
     image.cider_d = cider_scores[i];
     if (meteor_scores.available) image.meteor = meteor_scores.per_image[i];
-    scores.rouge_l += image.rouge_l;
-    scores.cider_d += image.cider_d;
+    rouge_scores.push_back(image.rouge_l);
   }
-  scores.rouge_l /= spaced.size();
-  scores.cider_d /= spaced.size();
+  // rouge.py and cider_scorer.py average with np.mean, in coco-caption's order.
+  scores.rouge_l = numpy_mean(rouge_scores);
+  scores.cider_d = numpy_mean(cider_scores);
   return scores;
 }
 

@@ -56,9 +56,14 @@ struct CaptionScores {
 // Scores `candidates` against `references`. Both must hold the same image ids, at least one,
 // and every image at least one reference: otherwise std::invalid_argument naming an offending
 // id. METEOR errors propagate as meteor() throws them.
+// `file_order` is the order the references' file lists its images in (a COCO captions file's
+// "images"): coco-caption tokenizes each side as one file in that order, and a few of the
+// lexer's rules look past a caption's end into the next image's ("letter B." before "A ..."),
+// and it averages ROUGE-L and CIDEr-D in that order. Images it does not list follow in id order.
 CaptionScores score_captions(
     const std::map<std::string, std::vector<std::string>>& references,
     const std::map<std::string, std::string>& candidates,
-    const ScoreOptions& options);
+    const ScoreOptions& options,
+    const std::vector<std::string>& file_order = {});
 
 }  // namespace saccade

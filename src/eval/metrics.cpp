@@ -3,6 +3,7 @@
 #include "eval/metrics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -79,6 +80,32 @@ void add_similarity(const TfIdf& candidate, const TfIdf& reference, std::array<d
     if (candidate.norm[n] != 0.0 && reference.norm[n] != 0.0) value /= candidate.norm[n] * reference.norm[n];
     total[n] += value * penalty;
   }
+}
+
+// numpy's pairwise_sum for float64: under 8 values added in order; up to 128 over eight
+// interleaved partial sums, combined pairwise, then the rest in order; more halved at a multiple
+// of 8 and each half summed so.
+double pairwise_sum(const double* values, size_t count) {
+  if (count < 8) {
+    double sum = 0.0;
+    for (size_t i = 0; i < count; ++i) sum += values[i];
+    return sum;
+  }
+  if (count <= 128) {
+    std::array<double, 8> partial;
+    std::copy(values, values + 8, partial.begin());
+    size_t i = 8;
+    for (; i < count - count % 8; i += 8) {
+      for (size_t j = 0; j < 8; ++j) partial[j] += values[i + j];
+    }
+    double sum = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+                 ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+    for (; i < count; ++i) sum += values[i];
+    return sum;
+  }
+  size_t half = count / 2;
+  half -= half % 8;
+  return pairwise_sum(values, half) + pairwise_sum(values + half, count - half);
 }
 
 }  // namespace
@@ -169,6 +196,10 @@ double rouge_l(const Tokens& candidate, const std::vector<Tokens>& references) {
   if (best_precision == 0.0 || best_recall == 0.0) return 0.0;
   const double beta2 = kRougeBeta * kRougeBeta;
   return (1.0 + beta2) * best_precision * best_recall / (best_recall + beta2 * best_precision);
+}
+
+double numpy_mean(const std::vector<double>& values) {
+  return pairwise_sum(values.data(), values.size()) / static_cast<double>(values.size());
 }
 
 std::vector<double> cider_d(const std::vector<ImageTokens>& images) {

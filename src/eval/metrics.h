@@ -84,6 +84,11 @@ double rouge_l(const Tokens& candidate, const std::vector<Tokens>& references);
 // non-empty caption). An image's CIDEr-D = 10 * mean_n (sum_s sim_n) / #references.
 constexpr double kCiderSigma = 6.0;
 
+// The mean of `values` as numpy's np.mean computes it (what rouge.py and cider_scorer.py average
+// with): numpy's pairwise sum, then one division. The sum can differ from adding in order in the
+// last bit.
+double numpy_mean(const std::vector<double>& values);
+
 // CIDEr-D of every image, in input order, with document frequencies from these images'
 // references; the corpus CIDEr-D is their mean.
 std::vector<double> cider_d(const std::vector<ImageTokens>& images);

@@ -565,7 +565,8 @@ bool Trainer::end_epoch(int64_t epoch) {
   const DecodedSplit decoded = decode_split(*model_, *val_loader_, *validation_search_, vocabulary_, decode);
   // The main rank scores (METEOR runs once) and tells the others the metric that decides.
   if (rank() == 0)
-    result_.last_validation = score_captions(decoded.references, decoded.candidates, setup_.scores);
+    result_.last_validation =
+        score_captions(decoded.references, decoded.candidates, setup_.scores, decoded.image_order);
   result_.last_validation_shapes = decoded.shapes;
   auto row = score_row(result_.last_validation, result_.last_validation_shapes);
   row["kind"] = "val";

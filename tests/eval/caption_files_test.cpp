@@ -38,20 +38,37 @@ TEST_F(CaptionFiles, ReadsCocoAndKarpathyReferencesAlike) {
   EXPECT_EQ(
       read_reference_captions(file(R"({"images": [{"id": 1}], "annotations": [
       {"image_id": 1, "id": 7, "caption": "A dog."}, {"image_id": 2, "id": 8, "caption": "A cat."},
-      {"image_id": 1, "id": 9, "caption": "A brown dog."}]})")),
+      {"image_id": 1, "id": 9, "caption": "A brown dog."}]})"))
+          .captions,
       expected);
   EXPECT_EQ(
       read_reference_captions(file(R"({"images": [
       {"cocoid": 1, "imgid": 0, "split": "test", "sentences": [{"raw": "A dog."}, {"raw": "A brown dog."}]},
-      {"cocoid": 2, "imgid": 1, "split": "val", "sentences": [{"raw": "A cat."}]}]})")),
+      {"cocoid": 2, "imgid": 1, "split": "val", "sentences": [{"raw": "A cat."}]}]})"))
+          .captions,
       expected);
   // Flickr8k/30k splits have no cocoid: the imgid keys the image; string ids are kept as they are.
   EXPECT_EQ(
-      read_reference_captions(file(R"({"images": [{"imgid": 5, "sentences": [{"raw": "x"}]}]})")),
+      read_reference_captions(file(R"({"images": [{"imgid": 5, "sentences": [{"raw": "x"}]}]})")).captions,
       (References{{"5", {"x"}}}));
   EXPECT_EQ(
-      read_reference_captions(file(R"({"annotations": [{"image_id": "a.jpg", "caption": "x"}]})")),
+      read_reference_captions(file(R"({"annotations": [{"image_id": "a.jpg", "caption": "x"}]})")).captions,
       (References{{"a.jpg", {"x"}}}));
+}
+
+// The order coco-caption scores in: a COCO file's "images", then images only annotations name;
+// a split's entries.
+TEST_F(CaptionFiles, KeepsTheFilesImageOrder) {
+  EXPECT_EQ(
+      read_reference_captions(file(R"({"images": [{"id": 10}, {"id": 2}, {"id": 99}], "annotations": [
+      {"image_id": 2, "caption": "a"}, {"image_id": 7, "caption": "b"}, {"image_id": 10, "caption": "c"}]})"))
+          .image_order,
+      (std::vector<std::string>{"10", "2", "7"}));
+  EXPECT_EQ(
+      read_reference_captions(file(R"({"images": [{"cocoid": 30, "sentences": [{"raw": "x"}]},
+      {"cocoid": 4, "sentences": [{"raw": "y"}]}]})"))
+          .image_order,
+      (std::vector<std::string>{"30", "4"}));
 }
 
 TEST_F(CaptionFiles, ReadsResults) {

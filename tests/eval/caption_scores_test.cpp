@@ -102,6 +102,24 @@ TEST(ScoreCaptions, AReferenceIsLexedBeforeTheNextAsInCocoCaptionsFile) {
   EXPECT_NEAR(scores.rouge_l, 1.0, 1e-12);
 }
 
+// The file's image order decides which caption follows which: image 2's "letter B." loses its
+// period before image 10's "A dog ..." (coco-caption's order), and keeps it as "b." when the
+// image is last (id order, "10" before "2"), where it does not match the candidate's "b".
+// coco-caption gives BLEU-4 1 and CIDEr-D 10 in the file's order.
+TEST(ScoreCaptions, TheFilesImageOrderDecidesWhatFollowsACaption) {
+  const std::map<std::string, std::vector<std::string>> references = {
+      {"2", {"A sign with the letter B."}}, {"10", {"A dog on a bed."}}};
+  const std::map<std::string, std::string> candidates = {
+      {"2", "a sign with the letter b"}, {"10", "a dog on a bed"}};
+  const CaptionScores in_file_order = score_captions(references, candidates, {}, {"2", "10"});
+  EXPECT_NEAR(in_file_order.bleu[3], 1.0, 1e-8);
+  EXPECT_NEAR(in_file_order.cider_d, 10.0, 1e-8);
+  EXPECT_EQ(in_file_order.images[0].image_id, "10");  // per image in id order either way
+  const CaptionScores in_id_order = score_captions(references, candidates, {});
+  EXPECT_LT(in_id_order.bleu[0], 0.95);
+  EXPECT_LT(in_id_order.images[1].rouge_l, 1.0);
+}
+
 TEST(ScoreCaptions, EmptyCandidatesScoreZeroAndAreCounted) {
   const CaptionScores scores = score_captions(
       {{"1", {"a dog runs"}}, {"2", {"a cat sleeps"}}}, {{"1", "a dog runs"}, {"2", " . "}}, {});

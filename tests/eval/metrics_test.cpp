@@ -2,8 +2,11 @@
 // coco-caption (the working is in the comments), and against numbers its scorer printed.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "eval/metrics.h"
 
@@ -237,6 +240,32 @@ TEST(CiderDScorer, DocumentFrequenciesComeFromItsCorpus) {
   EXPECT_EQ(cider_d({image("a b", {"a b"})}).at(0), 0.0);
   EXPECT_THROW(CiderD({}), std::invalid_argument);
   EXPECT_THROW(scorer.score({{"a"}}, {}), std::invalid_argument);
+}
+
+// np.mean's values (numpy 1.24, `np.mean(np.array(values))`, printed with repr) over values of
+// seven magnitudes, where adding in order differs in the last bit for 128, 300 and 1000 values.
+TEST(NumpyMean, SumsPairwiseAsNumpyDoes) {
+  const std::array<double, 7> scales = {0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0};
+  const auto values = [&](int count) {
+    std::vector<double> out;
+    for (int i = 1; i <= count; ++i) out.push_back(std::fmod(i * 0.7548776662466927, 1.0) * scales[i % 7]);
+    return out;
+  };
+  const auto in_order = [](const std::vector<double>& v) {
+    double sum = 0.0;
+    for (const double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  const std::vector<std::pair<int, double>> numpy = {
+      {5, 15.591419416373196},  {9, 67.47812875762304},   {128, 77.66078866084763}, {129, 77.06170672507224},
+      {300, 78.58886609897091}, {1000, 79.4570009975212}, {5000, 79.33759421818345}};
+  for (const auto& [count, expected] : numpy) {
+    SCOPED_TRACE(count);
+    EXPECT_EQ(numpy_mean(values(count)), expected);
+  }
+  EXPECT_NE(in_order(values(128)), 77.66078866084763);
+  EXPECT_NE(in_order(values(300)), 78.58886609897091);
+  EXPECT_NE(in_order(values(1000)), 79.4570009975212);
 }
 
 }  // namespace
