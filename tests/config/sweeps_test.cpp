@@ -74,6 +74,67 @@ TEST(Sweeps, GlobSweepsAGroupsMatchingOptions) {
       "The sweep 'dataset=glob(x*)' matches no option of the config group 'dataset'");
 }
 
+// Patterns as Python's fnmatch.fnmatchcase reads them (the expected options are what it selects
+// from these names): '^' is a plain character, a backwards range is dropped with its ends, a '-'
+// first or last is plain, a '[' without its ']' is plain, '?' is one code point.
+TEST(Sweeps, GlobMatchesAsPythonsFnmatch) {
+  testing::TempDir dir;
+  const std::vector<std::string> options = {
+      "-",
+      "[x",
+      "^x",
+      "a-",
+      "a^b",
+      "b!",
+      "c-at",
+      "cat",
+      "dog",
+      "z",
+      "\xC3\xA9"
+      "1"};
+  for (const auto& option : options) testing::write_file(dir / "dataset" / (option + ".yaml"), "x: 1\n");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"[^a]*", {"^x", "a-", "a^b"}},
+      {"[!a]*",
+       {"-", "\\[x", "^x", "b!", "c-at", "cat", "dog", "z",
+        "\xC3\xA9"
+        "1"}},
+      {"[!^]*",
+       {"-", "\\[x", "a-", "a^b", "b!", "c-at", "cat", "dog", "z",
+        "\xC3\xA9"
+        "1"}},
+      {"[x", {"\\[x"}},
+      {"[c-a-z]*", {"-", "z"}},
+      {"[a-]*", {"-", "a-", "a^b"}},
+      {"[!-a]*",
+       {"\\[x", "^x", "b!", "c-at", "cat", "dog", "z",
+        "\xC3\xA9"
+        "1"}},
+      {"[--z]?*", {"\\[x", "^x", "a-", "a^b", "b!", "c-at", "cat", "dog"}},
+      {"[\xC3\xA0-\xC3\xBF"
+       "]?",
+       {"\xC3\xA9"
+        "1"}},
+      {"*[!t]",
+       {"-", "\\[x", "^x", "a-", "a^b", "b!", "dog", "z",
+        "\xC3\xA9"
+        "1"}},
+      {"?", {"-", "z"}},
+      {"[^]*", {"^x"}},
+  };
+  for (const auto& [pattern, selected] : cases) {
+    SCOPED_TRACE(pattern);
+    Jobs expected;
+    for (const auto& option : selected) expected.push_back({"dataset=" + option});
+    EXPECT_EQ(expand_sweeps({"dataset=glob('" + pattern + "')"}, dir.path()), expected);
+  }
+  for (const std::string pattern : {"[]x]*", "[z-a]*", "[!]"}) {
+    EXPECT_CONFIG_ERROR(
+        expand_sweeps({"dataset=glob('" + pattern + "')"}, dir.path()),
+        "The sweep 'dataset=glob('" + pattern + "')' matches no option of the config group 'dataset'");
+  }
+}
+
 TEST(Sweeps, SortAndTag) {
   EXPECT_EQ(expand_sweeps({"a=sort(3,1,2.5)"}), (Jobs{{"a=1"}, {"a=2.5"}, {"a=3"}}));
   EXPECT_EQ(expand_sweeps({"a=sort(choice(b,'a c',B),reverse=true)"}), (Jobs{{"a=b"}, {"a='a c'"}, {"a=B"}}));
