@@ -1,10 +1,13 @@
 // The clean-refusal contract, the scratch folder and the table of targets (see fuzz_targets.h).
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <stdexcept>
 
 #include "fuzz_targets.h"
@@ -13,8 +16,14 @@
 namespace saccade::fuzz {
 namespace {
 
+// The process's standard error as it was, where findings go even while a target's is captured.
+int original_stderr() {
+  static const int descriptor = ::dup(STDERR_FILENO);
+  return descriptor;
+}
+
 [[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "fuzz finding: %s\n", what.c_str());
+  ::dprintf(original_stderr(), "fuzz finding: %s\n", what.c_str());
   std::abort();
 }
 
@@ -51,6 +60,30 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"feature_cache", fuzz_feature_cache},
       {"train_state", fuzz_train_state}};
   return targets;
+}
+
+std::string standard_error_of(const std::function<void()>& run) {
+  original_stderr();
+  const std::string path = scratch_file("", "stderr.txt");
+  std::cerr.flush();
+  std::fflush(stderr);
+  {
+    // Standard error goes to the file while `run` runs, and back whatever way it ends.
+    const int file = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+    if (file < 0) fail("cannot open " + path);
+    struct Restore {
+      ~Restore() {
+        std::cerr.flush();
+        std::fflush(stderr);
+        ::dup2(original_stderr(), STDERR_FILENO);
+      }
+    } restore;
+    ::dup2(file, STDERR_FILENO);
+    ::close(file);
+    run();
+  }
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void expect_clean_refusal(const std::function<void()>& read) {

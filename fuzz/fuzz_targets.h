@@ -48,6 +48,10 @@ void expect_clean_refusal(const std::function<void()>& read);
 // Aborts with `what` unless `holds`: a property every accepted input must keep.
 void require(bool holds, const std::string& what);
 
+// What `run` writes to standard error (std::cerr, stdio or the descriptor itself), which does not
+// reach the terminal.
+std::string standard_error_of(const std::function<void()>& run);
+
 // A file holding `contents`, reused by every call in this process (fuzzing runs millions of
 // inputs; a fresh temporary each would dominate). `name` is its file name.
 std::string scratch_file(std::string_view contents, const std::string& name);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -143,6 +144,48 @@ bool jpeg_is_complete(const std::string& bytes) {
   return false;
 }
 
+// OpenCV's imdecode writes lines of its own to std::cerr about some files it fails on (a cut-off
+// PNM, a BMP header it asserts on), beside saccade's one-line error. From the first decode on,
+// std::cerr writes through this buffer: what a thread writes while it decodes is dropped, what
+// any other code writes passes through. It lives as long as the process, as std::cerr does.
+class QuietWhileDecoding : public std::streambuf {
+ public:
+  // Drops this thread's writes to std::cerr while it lives.
+  class Scope {
+   public:
+    Scope() {
+      static QuietWhileDecoding* const filter = [] {
+        auto* installed = new QuietWhileDecoding(std::cerr.rdbuf());
+        std::cerr.rdbuf(installed);
+        return installed;
+      }();
+      static_cast<void>(filter);
+      quiet_ = true;
+    }
+    ~Scope() { quiet_ = false; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  };
+
+ protected:
+  int overflow(int c) override {
+    if (quiet_ || traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    return target_->sputc(traits_type::to_char_type(c));
+  }
+  std::streamsize xsputn(const char* text, std::streamsize count) override {
+    return quiet_ ? count : target_->sputn(text, count);
+  }
+  int sync() override { return target_->pubsync(); }
+
+ private:
+  explicit QuietWhileDecoding(std::streambuf* target) : target_(target) {}
+
+  static thread_local bool quiet_;
+  std::streambuf* const target_;
+};
+
+thread_local bool QuietWhileDecoding::quiet_ = false;
+
 // Why `path` cannot be opened as a file, or "" when it can.
 std::string file_problem(const std::filesystem::path& path) {
   std::error_code error;
@@ -231,6 +274,7 @@ torch::Tensor decode_image(const std::filesystem::path& path, int64_t max_pixels
   const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
   cv::Mat bgr;
   try {
+    const QuietWhileDecoding::Scope quiet;
     bgr = cv::imdecode(raw, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
   } catch (const cv::Exception&) {
     // Some decoders throw on corrupt data where others return nothing: the same bad image.
