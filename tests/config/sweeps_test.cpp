@@ -55,6 +55,34 @@ TEST(Sweeps, RangeTakesPythonsArguments) {
       "Error parsing override 'a=range(1,end=2)': range() has no argument 'end'");
 }
 
+// Float ranges as Hydra's FloatRange counts them: the step added to a Python Decimal made exactly
+// from the start, each sum rounded to 28 digits; the expected values are what that class gives
+// (Python 3.11), stop included where the rounded sum falls short of it.
+TEST(Sweeps, FloatRangesStepAsHydrasDecimals) {
+  const auto values = [](const std::string& range) {
+    std::vector<std::string> out;
+    for (const auto& job : expand_sweeps({"a=" + range})) out.push_back(job.at(0).substr(2));
+    return out;
+  };
+  using Values = std::vector<std::string>;
+  EXPECT_EQ(values("range(0.5,0.9,0.1)"), (Values{"0.5", "0.6", "0.7", "0.8", "0.9"}));
+  EXPECT_EQ(values("range(0,0.3,0.3)"), (Values{"0.0", "0.3"}));
+  EXPECT_EQ(
+      values("range(0,1,0.1)"),
+      (Values{"0.0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7000000000000001", "0.8", "0.9"}));
+  EXPECT_EQ(
+      values("range(1,0,-0.1)"), (Values{
+                                     "1.0", "0.9", "0.8", "0.7", "0.6", "0.5", "0.39999999999999997", "0.3",
+                                     "0.19999999999999996", "0.09999999999999995"}));
+  EXPECT_EQ(values("range(0.3,2.1,0.1)").size(), 19u);
+  EXPECT_EQ(values("range(0.3,2.1,0.1)").back(), "2.1");
+  EXPECT_EQ(values("range(-0.7,0.35,0.35)"), (Values{"-0.7", "-0.35", "-3.1308084726333618e-30"}));
+  EXPECT_EQ(values("range(2.5,1e16,1e15)").at(5), "5000000000000002.0");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=range(0,inf,0.5)"}),
+      "Error parsing override 'a=range(0,inf,0.5)': range() bounds must be finite numbers");
+}
+
 TEST(Sweeps, GlobSweepsAGroupsMatchingOptions) {
   testing::TempDir dir;
   for (const char* option : {"coco", "shapes", "shapes_small", "Shapes_big"})
