@@ -76,7 +76,7 @@ std::string override_text(const YAML::Node& node) {
   if (node.IsMap()) {
     std::vector<std::string> items;
     for (auto it = node.begin(); it != node.end(); ++it)
-      items.push_back(quoted_if_needed(it->first.Scalar()) + ":" + override_text(it->second));
+      items.push_back(escape_special_characters(it->first.Scalar()) + ":" + override_text(it->second));
     return "{" + join(items, ",") + "}";
   }
   switch (scalar_kind(node)) {

@@ -124,6 +124,18 @@ class ValueParser {
     if (!at_end()) fail(std::string("unexpected '") + peek() + "'");
   }
 
+  // `end` less the unescaped blanks before it, not going below `begin`: a blank is escaped by an
+  // odd run of backslashes before it, so one after an escaped backslash is trimmed.
+  size_t trimmed_end(size_t begin, size_t end) const {
+    const auto escaped = [&](size_t at) {
+      size_t run = 0;
+      while (at > begin + run && text_[at - 1 - run] == '\\') ++run;
+      return run % 2 == 1;
+    };
+    while (end > begin && (text_[end - 1] == ' ' || text_[end - 1] == '\t') && !escaped(end - 1)) --end;
+    return end;
+  }
+
   OverrideElement parse_element(Context context) {
     // Lists, dicts and function calls nest by recursion: as deep as a YAML file may nest, no deeper.
     if (++depth_ > kMaxYamlDepth)
@@ -148,7 +160,7 @@ class ValueParser {
     } else {
       element.node = parse_primitive(context);
     }
-    element.text = text_.substr(begin, pos_ - begin);
+    element.text = text_.substr(begin, trimmed_end(begin, pos_) - begin);  // as a job gets it
     --depth_;
     return element;
   }
@@ -241,17 +253,10 @@ class ValueParser {
             "' (quote a value holding it)");
       }
     }
-    // Trim unescaped blanks at both ends: a blank is escaped by an odd run of backslashes before
-    // it, so one after an escaped backslash is trimmed.
-    size_t first = text_.find_first_not_of(kWhitespace, begin);
-    size_t last = pos_;
-    const auto escaped = [&](size_t at) {
-      size_t run = 0;
-      while (at > first + run && text_[at - 1 - run] == '\\') ++run;
-      return run % 2 == 1;
-    };
-    while (last > first && (text_[last - 1] == ' ' || text_[last - 1] == '\t') && !escaped(last - 1)) --last;
-    if (first == std::string::npos || first >= last) fail("missing value");
+    // Without the blanks at either end (an escaped one at the end stays).
+    const size_t first = text_.find_first_not_of(kWhitespace, begin);
+    if (first == std::string::npos || first >= pos_) fail("missing value");
+    const size_t last = trimmed_end(first, pos_);
     const std::string raw = text_.substr(first, last - first);
     if (context == Context::kDictKey) return YAML::Node(unescape(raw));
     const YAML::Node typed = typed_primitive(raw);
@@ -268,6 +273,7 @@ class ValueParser {
   OverrideElement parse_function(const std::string& name) {
     FunctionArgs args;
     skip_ws();
+    bool named_seen = false;
     while (!at_end() && peek() != ')') {
       static const std::regex named_arg("([A-Za-z_][A-Za-z0-9_]*)[ \\t]*=[ \\t]*");
       std::smatch match;
@@ -278,12 +284,15 @@ class ValueParser {
         arg_name = match[1].str();
         pos_ += match.length(0);
       }
+      if (arg_name.empty() && named_seen) fail(name + "() takes a value by position after a named one");
+      named_seen |= !arg_name.empty();
       args.emplace_back(arg_name, parse_element(Context::kFunctionArg));
       skip_ws();
-      if (!at_end() && peek() == ',') {
-        ++pos_;
-        skip_ws();
-      }
+      if (at_end() || peek() == ')') break;
+      if (peek() != ',') fail(std::string("unexpected '") + peek() + "' in the arguments of " + name + "()");
+      ++pos_;
+      skip_ws();
+      if (!at_end() && peek() == ')') fail(name + "() has a ',' with no argument after it");
     }
     if (at_end()) fail("missing ')'");
     ++pos_;
@@ -386,6 +395,15 @@ Override parse_override(const std::string& text) {
   }
   out.has_value = true;
   ValueParser(text, equal + 1, text).parse_value(out);
+  return out;
+}
+
+std::string escape_special_characters(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (kEscapable.find(c) != std::string::npos) out += '\\';
+    out += c;
+  }
   return out;
 }
 

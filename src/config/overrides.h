@@ -55,6 +55,10 @@ Override parse_override(const std::string& text);
 // Throws ConfigError if `parsed` is a sweep, with Hydra's message for single runs.
 void reject_sweep(const Override& parsed);
 
+// `text` with each character the grammar reads specially (\ ( ) [ ] { } : = , space, tab)
+// escaped by a backslash, as Hydra writes a string into an override (escape_special_characters).
+std::string escape_special_characters(const std::string& text);
+
 // Parses `text` as one override value element (for the oc.decode resolver); sweeps not allowed.
 YAML::Node parse_value_element(const std::string& text);
 

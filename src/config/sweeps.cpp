@@ -1,7 +1,6 @@
 // Multirun sweeps: Hydra's basic sweeper (cartesian product, first key slowest) and the single-run check.
 #include <algorithm>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -167,17 +166,6 @@ bool python_fnmatch(const std::u32string& name, const std::u32string& pattern) {
   return p == pieces.size();
 }
 
-// An option as a job's override value, the characters the grammar reads specially escaped with a
-// backslash (Hydra's escape_special_characters).
-std::string escaped_option(const std::string& option) {
-  std::string out;
-  for (const char c : option) {
-    if (std::string_view("\\()[]{}:=, \t").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 bool matches_any(const std::string& name, const std::vector<std::string>& patterns) {
   const std::u32string text = code_points(name);
   return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
@@ -200,7 +188,7 @@ std::vector<std::vector<std::string>> expand_sweeps(
     } else if (parsed.sweep == config_detail::SweepKind::kGlob) {
       for (const auto& option : group_options(config_dir, parsed.key)) {
         if (matches_any(option, parsed.glob.include) && !matches_any(option, parsed.glob.exclude))
-          alternatives.push_back(key + "=" + escaped_option(option));
+          alternatives.push_back(key + "=" + config_detail::escape_special_characters(option));
       }
       if (alternatives.empty())
         throw ConfigError(

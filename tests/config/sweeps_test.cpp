@@ -163,6 +163,22 @@ TEST(Sweeps, GlobMatchesAsPythonsFnmatch) {
   }
 }
 
+// A call takes its arguments as Python does: separated by commas, none after a trailing one, and
+// no value by position after a named one. A dict a cast gives keeps its keys bare in the job.
+TEST(Sweeps, CallsAreWrittenAsHydrasGrammarWantsThem) {
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=choice([1][2])"}),
+      "Error parsing override 'a=choice([1][2])': unexpected '[' in the arguments of choice()");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=choice(x,)"}),
+      "Error parsing override 'a=choice(x,)': choice() has a ',' with no argument after it");
+  EXPECT_CONFIG_ERROR(
+      expand_sweeps({"a=range(stop=5,1)"}),
+      "Error parsing override 'a=range(stop=5,1)': range() takes a value by position after a named one");
+  EXPECT_EQ(expand_sweeps({"+x=int(choice({1:1.5},{a\\ b:2.5}))"}), (Jobs{{"+x={1:1}"}, {"+x={a\\ b:2}"}}));
+  EXPECT_EQ(expand_sweeps({"a=choice( x , y )"}), (Jobs{{"a=x"}, {"a=y"}}));
+}
+
 TEST(Sweeps, SortAndTag) {
   EXPECT_EQ(expand_sweeps({"a=sort(3,1,2.5)"}), (Jobs{{"a=1"}, {"a=2.5"}, {"a=3"}}));
   EXPECT_EQ(expand_sweeps({"a=sort(choice(b,'a c',B),reverse=true)"}), (Jobs{{"a=b"}, {"a='a c'"}, {"a=B"}}));
