@@ -78,6 +78,10 @@ std::filesystem::path source_dir() {
   return SACCADE_SOURCE_DIR;
 }
 
+std::filesystem::path configs() {
+  return source_dir() / "configs";
+}
+
 CommandResult run_saccade(
     const std::vector<std::string>& args,
     const std::filesystem::path& working_dir,

@@ -68,4 +68,7 @@ int free_port();
 // The repository's source folder (for configs/).
 std::filesystem::path source_dir();
 
+// The shipped configs, <source>/configs.
+std::filesystem::path configs();
+
 }  // namespace saccade::testing

@@ -10,10 +10,6 @@
 namespace saccade::testing {
 namespace {
 
-std::filesystem::path configs() {
-  return source_dir() / "configs";
-}
-
 // The run folders below `root/experiments/<name>/`, sorted.
 std::vector<std::filesystem::path> run_folders(const std::filesystem::path& root, const std::string& name) {
   std::vector<std::filesystem::path> folders;

@@ -17,10 +17,6 @@
 namespace saccade::testing {
 namespace {
 
-std::filesystem::path configs() {
-  return source_dir() / "configs";
-}
-
 class EvalTest : public ::testing::Test {
  protected:
   // One smoke training for the whole suite (it takes seconds, but only once). The smoke

@@ -15,10 +15,6 @@
 namespace saccade::testing {
 namespace {
 
-std::filesystem::path configs() {
-  return source_dir() / "configs";
-}
-
 // The single run folder under `work/experiments/smoke/`.
 std::filesystem::path only_run(const std::filesystem::path& work) {
   std::vector<std::filesystem::path> runs;

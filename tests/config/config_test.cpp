@@ -11,10 +11,6 @@ namespace {
 
 using ::testing::ElementsAre;
 
-Config load(const std::string& text) {
-  return Config(YAML::Load(text));
-}
-
 const char kTrain[] =
     "train:\n"
     "  batch_size: 32\n"

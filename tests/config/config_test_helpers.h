@@ -1,5 +1,5 @@
-// Helpers shared by the config tests: a check on ConfigError messages, and a fixture that
-// writes a small config tree into a temp folder and composes it.
+// Helpers shared by the config tests: a check on ConfigError messages, a config from YAML text,
+// and a fixture that writes a small config tree into a temp folder and composes it.
 #pragma once
 
 #include <gmock/gmock.h>
@@ -20,6 +20,11 @@
   } catch (const saccade::ConfigError& error) {                            \
     EXPECT_THAT(std::string(error.what()), ::testing::StartsWith(prefix)); \
   }
+
+// A config from YAML text, without composing.
+inline saccade::Config load(const std::string& yaml_text) {
+  return saccade::Config(YAML::Load(yaml_text));
+}
 
 class ConfigTreeTest : public ::testing::Test {
  protected:

@@ -15,10 +15,6 @@ namespace {
 
 using ::testing::ElementsAre;
 
-Config load(const std::string& text) {
-  return Config(YAML::Load(text));
-}
-
 TEST(Interpolation, AbsoluteRelativeAndNested) {
   const Config c = load(
       "a:\n  b: 3\n"

@@ -141,7 +141,7 @@ TEST(StuckRows, EndAtOnceWithTheModelsEndLogProbability) {
   }
 }
 
-TEST(SearchOptions, RejectsBadValues) {
+TEST(SearchOptions, RejectsNoWordsAndAnEndThatIsTheStart) {
   SearchOptions options;
   options.max_length = 0;
   EXPECT_THROW(validate(options), std::invalid_argument);
