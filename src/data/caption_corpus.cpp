@@ -122,8 +122,7 @@ ImageRecord read_karpathy_image(
   return record;
 }
 
-const Json::Array& top_level_array(
-    const Json& document, const std::string& key, const std::filesystem::path& file) {
+const Json::Array& top_level_array(const Json& document, const char* key, const std::filesystem::path& file) {
   try {
     return document.at(key).as_array();
   } catch (const std::invalid_argument& error) {

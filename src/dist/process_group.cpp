@@ -4,6 +4,11 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "device/torch_compat.h"
+#if SACCADE_TORCH_AT_LEAST(2, 1)
+#include <torch/csrc/distributed/c10d/TCPStoreBackend.hpp>
+#endif
 // USE_C10D_NCCL comes with a CUDA LibTorch's CMake targets; nccl.h with NCCL's own package (a pip
 // PyTorch keeps it in nvidia/nccl/include, see scripts/gpu_check.sh). Without both, Gloo carries
 // CUDA tensors too.
@@ -114,6 +119,11 @@ ProcessGroup::ProcessGroup(const DistOptions& options, c10::Device device) : opt
   store_options.numWorkers = static_cast<std::size_t>(options_.world_size);
   store_options.waitWorkers = true;
   store_options.timeout = options_.timeout;
+#if SACCADE_TORCH_AT_LEAST(2, 1)
+  // LibTorch >= 2.4 asks for the libuv server by default, which a build without libuv (Debian's)
+  // refuses outright: use it exactly when the build has it.
+  store_options.useLibUV = c10d::detail::is_libuv_tcpstore_backend_available();
+#endif
   try {
     c10::intrusive_ptr<c10d::Store> store =
         c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);

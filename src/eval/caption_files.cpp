@@ -10,7 +10,7 @@
 namespace saccade {
 namespace {
 
-const Json& member(const Json& object, const std::string& key, const std::string& where) {
+const Json& member(const Json& object, const char* key, const std::string& where) {
   const Json* value = object.find(key);
   if (value == nullptr) {
     throw std::invalid_argument(
@@ -19,7 +19,7 @@ const Json& member(const Json& object, const std::string& key, const std::string
   return *value;
 }
 
-const Json::Array& array_member(const Json& object, const std::string& key, const std::string& where) {
+const Json::Array& array_member(const Json& object, const char* key, const std::string& where) {
   const Json& value = member(object, key, where);
   if (!value.is_array()) {
     throw std::invalid_argument(where + "." + key + ": expected an array, got " + describe(value.type()));
@@ -27,7 +27,7 @@ const Json::Array& array_member(const Json& object, const std::string& key, cons
   return value.as_array();
 }
 
-const std::string& string_member(const Json& object, const std::string& key, const std::string& where) {
+const std::string& string_member(const Json& object, const char* key, const std::string& where) {
   const Json& value = member(object, key, where);
   if (!value.is_string()) {
     throw std::invalid_argument(where + "." + key + ": expected a string, got " + describe(value.type()));
@@ -36,7 +36,7 @@ const std::string& string_member(const Json& object, const std::string& key, con
 }
 
 // An image id as text: an integer (COCO) or a string.
-std::string id_member(const Json& object, const std::string& key, const std::string& where) {
+std::string id_member(const Json& object, const char* key, const std::string& where) {
   const Json& value = member(object, key, where);
   if (value.is_string()) return value.as_string();
   if (value.is_integer()) return std::to_string(value.as_int64());

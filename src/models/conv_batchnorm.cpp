@@ -2,7 +2,9 @@
 #include "models/conv_batchnorm.h"
 
 #include <ATen/Context.h>
+#include <ATen/ops/max_pool2d.h>
 #include <ATen/ops/mkldnn_convolution.h>
+#include <ATen/ops/mkldnn_max_pool2d.h>
 #include <ATen/ops/mkldnn_reorder_conv2d_weight.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/zeros.h>
@@ -29,6 +31,11 @@ std::vector<int64_t> centred_padding(const torch::nn::detail::ConvNdOptions<2>& 
 bool onednn_inference_available(const at::Tensor& x) {
   return x.device().is_cpu() && x.scalar_type() == at::kFloat && at::hasMKLDNN() &&
          !compat::autocast_enabled(c10::DeviceType::CPU);
+}
+
+at::Tensor max_pool2d_any_layout(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding) {
+  if (x.is_mkldnn()) return at::mkldnn_max_pool2d(x, {kernel, kernel}, {stride, stride}, {padding, padding});
+  return at::max_pool2d(x, {kernel, kernel}, {stride, stride}, {padding, padding});
 }
 
 ConvBatchNorm::ConvBatchNorm(torch::nn::Conv2d conv, torch::nn::BatchNorm2d batchnorm)

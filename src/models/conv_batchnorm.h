@@ -38,6 +38,11 @@ namespace saccade {
 // with oneDNN, CPU autocast off.
 bool onednn_inference_available(const at::Tensor& x);
 
+// max_pool2d over a square kernel for dense or oneDNN `x`, in x's layout. LibTorch >= 2.x refuses
+// torch::max_pool2d (a composite op) on oneDNN tensors outside inference mode, so those go to
+// oneDNN's own kernel.
+at::Tensor max_pool2d_any_layout(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding = 0);
+
 class ConvBatchNorm {
  public:
   ConvBatchNorm() = default;

@@ -134,7 +134,7 @@ ResNetImpl::ResNetImpl(int64_t depth, const EncoderOptions& options)
 torch::Tensor ResNetImpl::run_block(size_t index, const torch::Tensor& x) {
   if (index == 0) {
     const torch::Tensor y = torch::relu(stem_(x));  // [B, 64, H/2, W/2]
-    return torch::max_pool2d(y, 3, 2, 1);           // [B, 64, H/4, W/4]
+    return max_pool2d_any_layout(y, 3, 2, 1);       // [B, 64, H/4, W/4]
   }
   return layers_[index - 1]->forward(x);  // [B, C_l, H_l, W_l]
 }

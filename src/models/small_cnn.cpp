@@ -67,7 +67,7 @@ SmallCnnImpl::SmallCnnImpl(const EncoderOptions& options)
 
 torch::Tensor SmallCnnImpl::run_block(size_t index, const torch::Tensor& x) {
   torch::Tensor y = stages_[index]->as<SmallCnnStageImpl>()->forward(x);  // [B, C_i, H_i, W_i]
-  if (index < pools_) y = torch::max_pool2d(y, 2);                        // [B, C_i, H_i/2, W_i/2]
+  if (index < pools_) y = max_pool2d_any_layout(y, 2, 2);                 // [B, C_i, H_i/2, W_i/2]
   return y;
 }
 

@@ -49,9 +49,15 @@ torch::Tensor VggImpl::run_block(size_t index, const torch::Tensor& x) {
   torch::Tensor y = x;  // [B, C, H, W], dense or oneDNN
   const auto first = features_->begin();
   for (size_t i = stages_[index].first; i < stages_[index].second; ++i) {
-    // Convs through their unit (which takes oneDNN tensors); ReLU and max pool take both layouts.
-    y = convs_[i].empty() ? (first + static_cast<std::ptrdiff_t>(i))->forward(y)
-                          : convs_[i](y);  // [B, C_i, H_i, W_i]
+    // Convs through their unit and pools through max_pool2d_any_layout (both take oneDNN
+    // tensors); ReLU takes both layouts.
+    if (!convs_[i].empty()) {
+      y = convs_[i](y);  // [B, C_i, H_i, W_i]
+    } else if (const auto pool = std::dynamic_pointer_cast<torch::nn::MaxPool2dImpl>(features_->ptr(i))) {
+      y = max_pool2d_any_layout(y, (*pool->options.kernel_size())[0], (*pool->options.stride())[0]);
+    } else {
+      y = (first + static_cast<std::ptrdiff_t>(i))->forward(y);  // [B, C_i, H_i, W_i]
+    }
   }
   return y;
 }
