@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs every system package saccade needs, from Debian 12's archive only.
+# Installs every system package saccade needs, from Debian's archive only (Debian 12 or 13).
 # Idempotent: packages already present are skipped, so a second run costs a dpkg query.
 # Works as root or through sudo; never prompts.
 #   scripts/setup.sh               everything: Debian's LibTorch and the tests' references too
@@ -21,6 +21,8 @@ if [ "${1:-}" != "--build-only" ]; then
     # Independent readers for the tests: the report page is rendered in headless Chromium,
     # TensorBoard event files are decoded by protoc --decode_raw.
     chromium protobuf-compiler
+    # Makes the Debian 13 root of `scripts/test.sh --debian13`.
+    debootstrap
   )
 fi
 if [ "${1:-}" = "--fuzz" ]; then

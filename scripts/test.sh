@@ -4,14 +4,22 @@
 #   scripts/test.sh -LE e2e      extra arguments go to ctest (here: skip the end-to-end tests)
 #   scripts/test.sh --sanitize   the same suite built with AddressSanitizer, UndefinedBehaviorSanitizer
 #                                and libstdc++'s assertions, in build-sanitize/
+#   scripts/test.sh --debian13 [ARGS]   the same, against Debian 13's LibTorch 2.6 and GCC 14, in a
+#                                Debian 13 root made once (scripts/debian13.sh), in build-debian13/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=build
+if [ "${1:-}" = "--debian13" ]; then
+  shift
+  exec scripts/debian13.sh "$@"
+fi
+
+# SACCADE_BUILD_SUFFIX keeps another system's build folders apart from this one's.
+dir=build${SACCADE_BUILD_SUFFIX:-}
 cmake_flags=()
 if [ "${1:-}" = "--sanitize" ]; then
   shift
-  dir=build-sanitize
+  dir=build-sanitize${SACCADE_BUILD_SUFFIX:-}
   cmake_flags=(-DSACCADE_SANITIZE=ON)
   # Leaks are checked for saccade's code; LibTorch and OpenMP keep process-lifetime allocations.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
