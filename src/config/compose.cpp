@@ -166,7 +166,8 @@ void collect_new_keys(
 }  // namespace
 
 Composition compose(const ComposeRequest& request) {
-  if (!std::filesystem::is_directory(request.config_dir)) {
+  std::error_code unreadable;  // a path too long to look up is as missing
+  if (!std::filesystem::is_directory(request.config_dir, unreadable)) {
     throw ConfigError(
         "Primary config directory not found. Check that the config directory '" +
         request.config_dir.string() + "' exists and readable");

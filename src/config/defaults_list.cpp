@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion, which yaml.h leaves out
+
 #include "base/text.h"
+#include "config/text_cursor.h"
 #include "config/yaml_tree.h"
 
 namespace saccade::config_detail {
@@ -148,16 +151,24 @@ std::string read_text(const fs::path& file) {
   return text.str();
 }
 
+// A `# @key value` line, `\s*#\s*@.*`: no '\r' after the '@', which that regex's `.` did not take.
+bool is_header_line(std::string_view line) {
+  TextCursor cursor(line);
+  cursor.take_while(is_ascii_space);
+  if (!cursor.take('#')) return false;
+  cursor.take_while(is_ascii_space);
+  return cursor.take('@') && cursor.rest().find_first_of("\r\n") == std::string_view::npos;
+}
+
 // Hydra reads `# @key value` lines only before anything else (blank lines aside).
 std::optional<std::string> package_header(const std::string& text, const fs::path& file) {
-  static const std::regex header_line("^\\s*#\\s*@.*");
   std::istringstream lines(text);
   std::string line;
   std::optional<std::string> package;
   while (std::getline(lines, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (!std::regex_match(line, header_line)) break;
+    if (!is_header_line(line)) break;
     std::istringstream words(line.substr(line.find('#') + 1));
     std::vector<std::string> parts;
     for (std::string word; words >> word;) parts.push_back(word);
@@ -197,6 +208,11 @@ void check_duplicate_keys(const YAML::Node& node, const fs::path& file) {
 YAML::Node parse_yaml(const std::string& text, const fs::path& file) {
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& error) {
+    // yaml-cpp's own message is "bad file".
+    throw ConfigError(
+        file.string() + ":" + std::to_string(error.mark.line + 1) +
+        ": the YAML nests too deep (yaml-cpp stops at " + std::to_string(error.depth()) + " levels)");
   } catch (const YAML::ParserException& error) {
     throw ConfigError(file.string() + ":" + std::to_string(error.mark.line + 1) + ": " + error.msg);
   }
@@ -272,6 +288,32 @@ YAML::Node with_merge_keys_expanded(const YAML::Node& node, const fs::path& file
     copy.force_insert(merged[i].first, merged[last_of_key.at(merged[i].first.Scalar())].second);
   }
   return copy;
+}
+
+// A `${key}` in an interpolated choice, as the regex \$\{\s*([^{}]*?)\s*\} finds it: braces
+// holding no brace.
+struct ChoiceReference {
+  size_t begin = 0;  // of the `$`
+  size_t end = 0;    // just past the `}`
+  std::string key;   // without the whitespace around it
+};
+
+std::vector<ChoiceReference> choice_references(const std::string& text) {
+  std::vector<ChoiceReference> found;
+  size_t begin = text.find("${");
+  while (begin != std::string::npos) {
+    const size_t close = text.find_first_of("{}", begin + 2);
+    if (close == std::string::npos || text[close] == '{') {
+      begin = text.find("${", begin + 1);
+      continue;
+    }
+    std::string_view key(text.data() + begin + 2, close - begin - 2);
+    while (!key.empty() && is_ascii_space(key.front())) key.remove_prefix(1);
+    while (!key.empty() && is_ascii_space(key.back())) key.remove_suffix(1);
+    found.push_back(ChoiceReference{begin, close + 1, std::string(key)});
+    begin = text.find("${", close + 1);
+  }
+  return found;
 }
 
 // `group@pkg` -> (group, pkg); an empty package counts as none.
@@ -552,19 +594,19 @@ class DefaultsBuilder {
   // Replaces `${group}` in an interpolated choice, listed by the config `parent`, by that group's
   // known option.
   void resolve_interpolation(InputDefault& entry, const std::string& parent) {
-    static const std::regex reference("\\$\\{\\s*([^{}]*?)\\s*\\}");
     std::string& text = entry.is_group ? *entry.value.name : entry.path;
     const std::string original = text;
     std::string resolved;
-    auto begin = std::sregex_iterator(text.begin(), text.end(), reference);
     size_t last = 0;
-    for (auto it = begin; it != std::sregex_iterator(); ++it) {
-      resolved += text.substr(last, it->position() - last);
+    for (const ChoiceReference& reference : choice_references(text)) {
+      resolved += text.substr(last, reference.begin - last);
       const auto known = std::find_if(known_choices_.begin(), known_choices_.end(), [&](const Choice& c) {
-        return c.first == (*it)[1].str();
+        return c.first == reference.key;
       });
-      resolved += (known != known_choices_.end() && known->second) ? *known->second : it->str();
-      last = it->position() + it->length();
+      resolved += (known != known_choices_.end() && known->second)
+                      ? *known->second
+                      : text.substr(reference.begin, reference.end - reference.begin);
+      last = reference.end;
     }
     resolved += text.substr(last);
     if (resolved.find("${") != std::string::npos) {
@@ -733,7 +775,9 @@ const ConfigFile* ConfigRepository::load(const std::string& config_path) {
   const auto cached = cache_.find(config_path);
   if (cached != cache_.end()) return cached->second ? &*cached->second : nullptr;
   const fs::path file = dir_ / (config_path + ".yaml");
-  if (!fs::is_regular_file(file)) {
+  // A path the file system refuses (a name too long for it) holds no config either.
+  std::error_code error;
+  if (!fs::is_regular_file(file, error)) {
     cache_[config_path] = std::nullopt;
     return nullptr;
   }
@@ -760,14 +804,16 @@ const ConfigFile* ConfigRepository::load(const std::string& config_path) {
 }
 
 bool ConfigRepository::group_exists(const std::string& group) const {
-  return fs::is_directory(dir_ / group);
+  // A key too long for a file name (`+kkk...=1`) is no group but a plain key.
+  std::error_code error;
+  return fs::is_directory(dir_ / group, error);
 }
 
 std::vector<std::string> ConfigRepository::group_options(const std::string& group) const {
   std::vector<std::string> options;
   std::error_code error;
   for (const auto& item : fs::directory_iterator(dir_ / group, error)) {
-    if (item.is_regular_file() && item.path().extension() == ".yaml")
+    if (item.is_regular_file(error) && item.path().extension() == ".yaml")
       options.push_back(item.path().stem().string());
   }
   std::sort(options.begin(), options.end());

@@ -3,7 +3,6 @@
 
 #include <cctype>
 #include <cstdio>
-#include <regex>
 #include <stdexcept>
 #include <string_view>
 
@@ -11,6 +10,7 @@
 #include "config/config.h"
 #include "config/interpolation.h"
 #include "config/override_functions.h"
+#include "config/text_cursor.h"
 #include "config/yaml_tree.h"
 
 namespace saccade::config_detail {
@@ -62,6 +62,81 @@ std::string unquote(const std::string& body, char quote) {
     if (before_quote && run % 2 == 1) out += body[i++];
   }
   return out;
+}
+
+// `0|[1-9](_?[0-9])*`: the grammar's unsigned decimal integer.
+bool take_grammar_int(TextCursor& cursor) {
+  if (cursor.take('0')) return true;
+  return cursor.next_is(one_of("123456789")) && cursor.take_grouped_digits();
+}
+
+bool is_grammar_int(std::string_view text) {
+  TextCursor cursor(text);
+  cursor.take_one_of("+-");
+  return take_grammar_int(cursor) && cursor.at_end();
+}
+
+// The grammar's float: [+-]?(POINT|(INT|POINT)[eE][+-]?[0-9](_?[0-9])*|inf|nan), inf and nan in
+// any case, where POINT is INT\. or INT?\.[0-9](_?[0-9])*.
+bool is_grammar_float(std::string_view text) {
+  TextCursor cursor(text);
+  cursor.take_one_of("+-");
+  if (cursor.take_word("inf", true) || cursor.take_word("nan", true)) return cursor.at_end();
+  const bool whole = take_grammar_int(cursor);
+  const bool point = cursor.take('.');
+  const bool fraction = point && cursor.take_grouped_digits();
+  if (!whole && !fraction) return false;
+  if (cursor.take_one_of("eE")) {
+    cursor.take_one_of("+-");
+    return cursor.take_grouped_digits() && cursor.at_end();
+  }
+  return point && cursor.at_end();
+}
+
+bool is_word_in_any_case(std::string_view text, std::string_view word) {
+  return text.size() == word.size() && TextCursor(text).take_word(word, true);
+}
+
+// `[A-Za-z_$][A-Za-z0-9_$-]*` or `[0-9]+`: one segment of a key or package.
+bool take_key_segment(TextCursor& cursor) {
+  if (cursor.take_if([](char c) { return is_ascii_letter(c) || c == '_' || c == '$'; })) {
+    cursor.take_while([](char c) { return is_ascii_letter(c) || is_ascii_digit(c) || one_of("_$-")(c); });
+    return true;
+  }
+  return cursor.take_while(is_ascii_digit) > 0;
+}
+
+// How many segments `text` joins with one of `separators` (the same one throughout); 0 when it is
+// not such a list.
+size_t count_key_segments(std::string_view text, std::string_view separators) {
+  TextCursor cursor(text);
+  if (!take_key_segment(cursor)) return 0;
+  size_t count = 1;
+  const char separator = cursor.at_end() ? separators[0] : cursor.rest()[0];
+  if (separators.find(separator) == std::string_view::npos) return 0;
+  for (; cursor.take(separator); ++count) {
+    if (!take_key_segment(cursor)) return 0;
+  }
+  return cursor.at_end() ? count : 0;
+}
+
+// A key is segments joined by dots, or a group path by slashes; a package is dotted or empty.
+// Each segment is a level of the config tree, which merging, printing and resolving recurse
+// through: there may be no more than a YAML file may nest.
+void check_key(const std::string& input, const std::string& key, const std::optional<std::string>& package) {
+  const size_t key_levels = count_key_segments(key, "./");
+  if (key_levels == 0) fail_override(input, "invalid key '" + key + "'");
+  const bool has_package = package && !package->empty();
+  const size_t package_levels = has_package ? count_key_segments(*package, ".") : 0;
+  if (has_package && package_levels == 0) fail_override(input, "invalid package '" + *package + "'");
+  const auto check_levels = [&input](size_t levels, const std::string& what) {
+    if (levels <= static_cast<size_t>(kMaxYamlDepth)) return;
+    fail_override(
+        input, what + " nests " + std::to_string(levels) + " levels, more than the " +
+                   std::to_string(kMaxYamlDepth) + " allowed");
+  };
+  check_levels(key_levels, "the key");
+  check_levels(package_levels, "the package");
 }
 
 // Where an element may stop, besides the end of the text.
@@ -136,14 +211,27 @@ class ValueParser {
     return end;
   }
 
+  // The name of `name(` (a function call) or `name=` (a named argument) at pos_: an identifier,
+  // blanks, then `delimiter`, which pos_ moves past. "" (pos_ unchanged) when there is none.
+  std::string take_name_before(char delimiter, bool dash_allowed) {
+    TextCursor cursor(text_, pos_);
+    if (!cursor.take_if([](char c) { return is_ascii_letter(c) || c == '_'; })) return "";
+    cursor.take_while([dash_allowed](char c) {
+      return is_ascii_letter(c) || is_ascii_digit(c) || c == '_' || (dash_allowed && c == '-');
+    });
+    std::string name = text_.substr(pos_, cursor.pos() - pos_);
+    cursor.take_while(is_blank);
+    if (!cursor.take(delimiter)) return "";
+    pos_ = cursor.pos();
+    return name;
+  }
+
   OverrideElement parse_element(Context context) {
     // Lists, dicts and function calls nest by recursion: as deep as a YAML file may nest, no deeper.
     if (++depth_ > kMaxYamlDepth)
       fail("the value nests deeper than " + std::to_string(kMaxYamlDepth) + " levels");
     OverrideElement element;
     const size_t begin = pos_;
-    static const std::regex function_start("([A-Za-z_][A-Za-z0-9_-]*)[ \\t]*\\(");
-    std::smatch match;
     if (at_end()) {
       fail("missing value");
     } else if (peek() == '[') {
@@ -152,11 +240,8 @@ class ValueParser {
       element.node = parse_dict();
     } else if (peek() == '\'' || peek() == '"') {
       element.node = parse_quoted();
-    } else if (std::regex_search(
-                   text_.cbegin() + static_cast<std::ptrdiff_t>(pos_), text_.cend(), match, function_start,
-                   std::regex_constants::match_continuous)) {
-      pos_ += match.length(0);
-      element = parse_function(match[1].str());
+    } else if (const std::string name = take_name_before('(', true); !name.empty()) {
+      element = parse_function(name);
     } else {
       element.node = parse_primitive(context);
     }
@@ -275,15 +360,8 @@ class ValueParser {
     skip_ws();
     bool named_seen = false;
     while (!at_end() && peek() != ')') {
-      static const std::regex named_arg("([A-Za-z_][A-Za-z0-9_]*)[ \\t]*=[ \\t]*");
-      std::smatch match;
-      std::string arg_name;
-      if (std::regex_search(
-              text_.cbegin() + static_cast<std::ptrdiff_t>(pos_), text_.cend(), match, named_arg,
-              std::regex_constants::match_continuous)) {
-        arg_name = match[1].str();
-        pos_ += match.length(0);
-      }
+      const std::string arg_name = take_name_before('=', false);
+      skip_ws();  // after the '='
       if (arg_name.empty() && named_seen) fail(name + "() takes a value by position after a named one");
       named_seen |= !arg_name.empty();
       args.emplace_back(arg_name, parse_element(Context::kFunctionArg));
@@ -308,20 +386,11 @@ class ValueParser {
 }  // namespace
 
 YAML::Node typed_primitive(const std::string& text) {
-  static const std::string kInt = "(0|[1-9](_?[0-9])*)";
-  static const std::string kPoint = "(" + kInt + "\\.|" + kInt + "?\\.[0-9](_?[0-9])*)";
-  static const std::regex null_re("null", std::regex::icase);
-  static const std::regex true_re("true", std::regex::icase);
-  static const std::regex false_re("false", std::regex::icase);
-  static const std::regex int_re("[+-]?" + kInt);
-  static const std::regex float_re(
-      "[+-]?(" + kPoint + "|(" + kInt + "|" + kPoint +
-      ")[eE][+-]?[0-9](_?[0-9])*|[Ii][Nn][Ff]|[Nn][Aa][Nn])");
-  if (std::regex_match(text, null_re)) return YAML::Node(YAML::NodeType::Null);
-  if (std::regex_match(text, true_re)) return YAML::Node("true");
-  if (std::regex_match(text, false_re)) return YAML::Node("false");
-  if (std::regex_match(text, int_re)) return YAML::Node(scalar_text(YAML::Node(text)));
-  if (std::regex_match(text, float_re)) return YAML::Node(format_float(*parse_float(text), true));
+  if (is_word_in_any_case(text, "null")) return YAML::Node(YAML::NodeType::Null);
+  if (is_word_in_any_case(text, "true")) return YAML::Node("true");
+  if (is_word_in_any_case(text, "false")) return YAML::Node("false");
+  if (is_grammar_int(text)) return YAML::Node(scalar_text(YAML::Node(text)));
+  if (is_grammar_float(text)) return YAML::Node(format_float(*parse_float(text), true));
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
@@ -381,12 +450,7 @@ Override parse_override(const std::string& text) {
     out.package = key.substr(at + 1);
     key = key.substr(0, at);
   }
-  static const std::string kSegment = "([A-Za-z_$][A-Za-z0-9_$-]*|[0-9]+)";
-  static const std::regex key_re(kSegment + "(\\." + kSegment + ")*|" + kSegment + "(/" + kSegment + ")+");
-  static const std::regex package_re("(" + kSegment + "(\\." + kSegment + ")*)?");
-  if (!std::regex_match(key, key_re)) fail("invalid key '" + key + "'");
-  if (out.package && !std::regex_match(*out.package, package_re))
-    fail("invalid package '" + *out.package + "'");
+  check_key(text, key, out.package);
   out.key = key;
   if (equal == std::string::npos) return out;
   if (out.kind == OverrideKind::kDelete &&

@@ -49,7 +49,8 @@ struct Override {
   std::string key_element() const;
 };
 
-// Parses one override; throws ConfigError "Error parsing override '<text>': <reason>".
+// Parses one override; throws ConfigError "Error parsing override '<text>': <reason>", also for a
+// key, package or value nesting deeper than kMaxYamlDepth levels (yaml_tree.h).
 Override parse_override(const std::string& text);
 
 // Throws ConfigError if `parsed` is a sweep, with Hydra's message for single runs.

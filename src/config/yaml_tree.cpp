@@ -2,32 +2,70 @@
 #include "config/yaml_tree.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <regex>
 
 #include "base/text.h"
 #include "config/config.h"
+#include "config/text_cursor.h"
 
 namespace saccade::config_detail {
 namespace {
 
-// PyYAML's YAML 1.1 int resolver (binary, octal, decimal, hex, sexagesimal), underscores allowed.
+// PyYAML's YAML 1.1 int resolver, underscores allowed: [-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|
+// 0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+): binary, octal, decimal, hex, sexagesimal.
 bool looks_like_int(const std::string& text) {
-  static const std::regex re(
-      "[-+]?(0b[01_]+|0[0-7_]+|0|[1-9][0-9_]*|0x[0-9a-fA-F_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)");
-  return std::regex_match(text, re);
+  TextCursor cursor(text);
+  cursor.take_one_of("-+");
+  if (cursor.take_word("0b")) return cursor.take_while(one_of("01_")) > 0 && cursor.at_end();
+  if (cursor.take_word("0x"))
+    return cursor.take_while(one_of("0123456789abcdefABCDEF_")) > 0 && cursor.at_end();
+  if (cursor.take('0')) {
+    cursor.take_while(one_of("01234567_"));
+    return cursor.at_end();
+  }
+  if (!cursor.take_one_of("123456789")) return false;
+  cursor.take_while(one_of("0123456789_"));
+  while (cursor.take(':')) {
+    // [0-5]?[0-9]: a second digit only after a first of 0-5.
+    if (cursor.take_one_of("012345")) {
+      cursor.take_if(is_ascii_digit);
+    } else if (!cursor.take_if(is_ascii_digit)) {
+      return false;
+    }
+  }
+  return cursor.at_end();
 }
 
-// OmegaConf's float resolver, which unlike YAML 1.1 also takes "1e-3" (no dot).
+// OmegaConf's float resolver, which unlike YAML 1.1 also takes "1e-3" (no dot):
+// [-+]?([0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+)
+// |\.[0-9_]+([eE][-+][0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)
 bool looks_like_float(const std::string& text) {
-  static const std::regex re(
-      "[-+]?([0-9][0-9_]*\\.[0-9_]*([eE][-+]?[0-9]+)?|[0-9][0-9_]*[eE][-+]?[0-9]+)"
-      "|\\.[0-9_]+([eE][-+][0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
-  return std::regex_match(text, re);
+  const auto digit_or_underscore = one_of("0123456789_");
+  TextCursor cursor(text);
+  const bool sign = cursor.take_one_of("-+");
+  if (cursor.take('.')) {
+    if (cursor.take_word("inf") || cursor.take_word("Inf") || cursor.take_word("INF")) return cursor.at_end();
+    if (sign) return false;  // only .inf takes one
+    if (cursor.take_word("nan") || cursor.take_word("NaN") || cursor.take_word("NAN")) return cursor.at_end();
+    if (cursor.take_while(digit_or_underscore) == 0) return false;
+    if (cursor.take_one_of("eE") && !(cursor.take_one_of("-+") && cursor.take_while(is_ascii_digit) > 0))
+      return false;
+    return cursor.at_end();
+  }
+  if (!cursor.take_if(is_ascii_digit)) return false;
+  cursor.take_while(digit_or_underscore);
+  const bool point = cursor.take('.');
+  if (point) cursor.take_while(digit_or_underscore);
+  if (cursor.take_one_of("eE")) {
+    cursor.take_one_of("-+");
+    return cursor.take_while(is_ascii_digit) > 0 && cursor.at_end();
+  }
+  return point && cursor.at_end();
 }
 
 bool is_yaml_bool_word(const std::string& text) {
@@ -70,24 +108,57 @@ std::string lower(std::string text) {
   return text;
 }
 
-// True when Python's float() accepts the text: PyYAML then quotes it (OmegaConf's dumper).
+// True when Python's float() accepts the text: PyYAML then quotes it (OmegaConf's dumper). In
+// any case: \s*[+-]?(((\d(_?\d)*)?\.\d(_?\d)*|\d(_?\d)*\.?)(e[+-]?\d(_?\d)*)?|inf|infinity|nan)\s*
 bool python_parses_as_number(const std::string& text) {
-  static const std::regex re(
-      "\\s*[+-]?(((\\d(_?\\d)*)?\\.\\d(_?\\d)*|\\d(_?\\d)*\\.?)(e[+-]?\\d(_?\\d)*)?|inf|infinity|nan)\\s*",
-      std::regex::icase);
-  return std::regex_match(text, re);
+  TextCursor cursor(text);
+  cursor.take_while(is_ascii_space);
+  cursor.take_one_of("+-");
+  if (!(cursor.take_word("infinity", true) || cursor.take_word("inf", true) ||
+        cursor.take_word("nan", true))) {
+    const bool whole = cursor.take_grouped_digits();
+    const bool fraction = cursor.take('.') && cursor.take_grouped_digits();
+    if (!whole && !fraction) return false;
+    if (cursor.take_one_of("eE")) {
+      cursor.take_one_of("+-");
+      if (!cursor.take_grouped_digits()) return false;
+    }
+  }
+  cursor.take_while(is_ascii_space);
+  return cursor.at_end();
+}
+
+// YAML 1.1's timestamp: [0-9]{4}-[0-9]{2}-[0-9]{2}, or [0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt]|[ \t]+)
+// [0-9]{1,2}:[0-9]{2}:[0-9]{2}(\.[0-9]*)?([ \t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?
+bool looks_like_timestamp(const std::string& text) {
+  TextCursor cursor(text);
+  const auto digits = [&cursor](size_t fewest, size_t most) {
+    return cursor.take_while(is_ascii_digit, most) >= fewest;
+  };
+  if (!(digits(4, 4) && cursor.take('-'))) return false;
+  const size_t month = cursor.take_while(is_ascii_digit, 2);
+  if (month == 0 || !cursor.take('-')) return false;
+  const size_t day = cursor.take_while(is_ascii_digit, 2);
+  if (day == 0) return false;
+  if (cursor.at_end()) return month == 2 && day == 2;
+  if (!cursor.take_one_of("Tt") && cursor.take_while(is_blank) == 0) return false;
+  if (!(digits(1, 2) && cursor.take(':') && digits(2, 2) && cursor.take(':') && digits(2, 2))) return false;
+  if (cursor.take('.')) cursor.take_while(is_ascii_digit);
+  if (cursor.at_end()) return true;
+  cursor.take_while(is_blank);
+  if (cursor.take('Z')) return cursor.at_end();
+  if (!(cursor.take_one_of("-+") && digits(1, 2))) return false;
+  if (cursor.take(':') && !digits(2, 2)) return false;
+  return cursor.at_end();
 }
 
 // Plain text that PyYAML's dumper would resolve to something other than a string.
 bool resolves_as_non_string(const std::string& text) {
-  static const std::regex timestamp(
-      "[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt]|[ \\t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}"
-      "(\\.[0-9]*)?([ \\t]*(Z|[-+][0-9]{1,2}(:[0-9]{2})?))?");
   static const char* const kOtherWords[] = {"y", "Y", "n", "N", "~", "null", "Null", "NULL", "=", "<<"};
   return is_yaml_bool_word(text) ||
          std::find(std::begin(kOtherWords), std::end(kOtherWords), text) != std::end(kOtherWords) ||
          python_parses_as_number(text) || looks_like_int(text) || looks_like_float(text) ||
-         std::regex_match(text, timestamp);
+         looks_like_timestamp(text);
 }
 
 // PyYAML's analyze_scalar for the block context: whether the text may be written unquoted.
@@ -318,8 +389,13 @@ std::optional<double> parse_float(const std::string& text) {
 }
 
 std::optional<long long> python_int(const std::string& text) {
-  static const std::regex re("\\s*[+-]?[0-9](_?[0-9])*\\s*");
-  if (!std::regex_match(text, re)) return std::nullopt;
+  // \s*[+-]?[0-9](_?[0-9])*\s*
+  TextCursor cursor(text);
+  cursor.take_while(is_ascii_space);
+  cursor.take_one_of("+-");
+  if (!cursor.take_grouped_digits()) return std::nullopt;
+  cursor.take_while(is_ascii_space);
+  if (!cursor.at_end()) return std::nullopt;
   std::string digits;
   for (const char c : text) {
     if (c != '_' && c != '+' && !std::isspace(static_cast<unsigned char>(c))) digits += c;

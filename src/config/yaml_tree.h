@@ -91,7 +91,8 @@ std::string emit_yaml(const YAML::Node& root);
 // A config holds a few hundred values a few levels deep: a YAML tree that expands, through
 // aliases, to more than kMaxYamlValues or nests deeper than kMaxYamlDepth is refused (ConfigError
 // naming `where`) before anything walks it, as an alias bomb would take exponential time and
-// memory, and an alias inside its own anchor makes a cycle.
+// memory, and an alias inside its own anchor makes a cycle. An override's key or value nests no
+// deeper (overrides.cpp), nor an interpolation; yaml-cpp's parser stops a file at 500 levels.
 constexpr int64_t kMaxYamlValues = 100000;
 constexpr int kMaxYamlDepth = 512;
 void check_expanded_size(const YAML::Node& root, const std::string& where);
