@@ -2,19 +2,24 @@
 // draw where each word looked.
 //
 // Both load the run once (decode/trained_run.h): its config over today's defaults, so they work
-// whatever the repository's configs say now, with visualize's overrides on top. The search is
-// the run's decode.* with --beam K as the beam size (default 1, greedy).
+// whatever the repository's configs say now, with the command line's overrides on top. The
+// search is the run's decode.* with --beam K as the beam size (default 1, greedy).
 // caption: every file given (folders expanded to their image files, sorted) is captioned;
 // `file<TAB>caption` per image on stdout (or one JSON array with --json), one overlay grid PNG
-// per image in --out. A file that cannot be read is reported on stderr and the others still
-// run; the exit code is then 1.
+// per image in --out. A file that cannot be read, or a folder entry that cannot be looked at,
+// is reported on stderr and the others still run; the exit code is then 1. Nothing to caption
+// at all, or an overlay that would replace an input, is refused before anything is written.
 // visualize: the first n images of a split of the run's dataset, with their references, into
 // <run>/samples/.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <stdexcept>
+#include <system_error>
 
+#include "base/text.h"
 #include "cli/command.h"
 #include "decode/decode_split.h"
 #include "decode/trained_run.h"
@@ -43,23 +48,62 @@ bool has_image_extension(const std::filesystem::path& path) {
   return kExtensions.count(extension) > 0;
 }
 
-// The inputs in order: a folder becomes its image files (by extension, sorted); a file is kept
-// as given, whatever it holds (decoding reports it if it is no image).
-std::vector<std::filesystem::path> expand_inputs(const std::vector<std::string>& arguments) {
-  std::vector<std::filesystem::path> files;
+// One thing caption was given: an image file to caption into `overlay`, or, with `problem` set,
+// a folder entry (or folder) that cannot be one, named and skipped as an unreadable image is.
+struct CaptionInput {
+  std::filesystem::path file;
+  std::string problem;            // empty: caption `file`
+  std::filesystem::path overlay;  // where its overlay goes; empty with a problem
+};
+
+// A folder's image files (by extension), its entries whose kind cannot be read (a symbolic
+// link loop, a dangling link) and a listing that fails, so that one bad entry skips only itself.
+// A folder with nothing of these is a problem of its own: it was given to be captioned.
+std::vector<CaptionInput> folder_inputs(const std::filesystem::path& folder) {
+  std::vector<CaptionInput> inputs;
+  std::error_code listing;
+  std::filesystem::directory_iterator entry(folder, listing);
+  for (; !listing && entry != std::filesystem::directory_iterator(); entry.increment(listing)) {
+    std::error_code kind;
+    const bool regular = entry->is_regular_file(kind);
+    if (kind) {
+      inputs.push_back({entry->path(), "cannot tell what it is: " + kind.message(), {}});
+    } else if (regular && has_image_extension(entry->path())) {
+      inputs.push_back({entry->path(), "", {}});
+    }
+  }
+  if (listing) inputs.push_back({folder, "cannot list the folder: " + listing.message(), {}});
+  if (inputs.empty()) inputs.push_back({folder, "the folder holds no image files (by extension)", {}});
+  std::sort(inputs.begin(), inputs.end(), [](const CaptionInput& a, const CaptionInput& b) {
+    return a.file < b.file;
+  });
+  return inputs;
+}
+
+// The inputs in order: a folder becomes its entries (sorted); anything else is kept as given,
+// whatever it is (decoding reports it if it is no image).
+std::vector<CaptionInput> expand_inputs(const std::vector<std::string>& arguments) {
+  std::vector<CaptionInput> inputs;
   for (const auto& argument : arguments) {
-    if (!std::filesystem::is_directory(argument)) {
-      files.emplace_back(argument);
+    std::error_code unreadable;  // a loop or a missing path: decoding names it
+    if (!std::filesystem::is_directory(argument, unreadable)) {
+      inputs.push_back({argument, "", {}});
       continue;
     }
-    std::vector<std::filesystem::path> found;
-    for (const auto& entry : std::filesystem::directory_iterator(argument)) {
-      if (entry.is_regular_file() && has_image_extension(entry.path())) found.push_back(entry.path());
-    }
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
+    const auto found = folder_inputs(argument);
+    inputs.insert(inputs.end(), found.begin(), found.end());
   }
-  return files;
+  return inputs;
+}
+
+// With nothing that could be captioned, the problems are the error, in one line.
+void require_an_image(const std::vector<CaptionInput>& inputs) {
+  std::vector<std::string> problems;
+  for (const auto& input : inputs) {
+    if (input.problem.empty()) return;
+    problems.push_back(input.file.string() + ": " + input.problem);
+  }
+  throw ConfigError("Nothing to caption: " + join(problems, "; "));
 }
 
 // <out>/<stem>.png, or <stem>-2.png, ... when an earlier input had the same stem.
@@ -70,6 +114,53 @@ std::filesystem::path overlay_path(
   for (int suffix = 2; used.count(name) > 0; ++suffix) name = stem + "-" + std::to_string(suffix);
   used.insert(name);
   return out_dir / (name + ".png");
+}
+
+// The folder entry `path` names, its folder's links resolved but not its own name: an overlay
+// is written by renaming a temporary onto its entry, so that entry is all a write replaces.
+// A folder that cannot be resolved (a link loop) is taken as written; nothing is read or
+// written through it.
+std::filesystem::path resolved_entry(const std::filesystem::path& path) {
+  const std::filesystem::path absolute = std::filesystem::absolute(path);
+  std::error_code unresolvable;
+  const std::filesystem::path folder =
+      std::filesystem::weakly_canonical(absolute.parent_path(), unresolvable);
+  return (unresolvable ? absolute.parent_path().lexically_normal() : folder) / absolute.filename();
+}
+
+// Refuses, before anything is written, an overlay that would replace an input: the input's own
+// entry, or the file its symbolic links lead to (say --out is the folder being captioned).
+void refuse_overlays_over_inputs(
+    const std::vector<CaptionInput>& inputs, const std::filesystem::path& out_dir) {
+  std::map<std::filesystem::path, std::filesystem::path> protected_paths;  // -> the input as given
+  for (const auto& input : inputs) {
+    if (!input.problem.empty()) continue;
+    protected_paths.emplace(resolved_entry(input.file), input.file);
+    std::error_code missing;
+    const std::filesystem::path target = std::filesystem::canonical(input.file, missing);
+    if (!missing) protected_paths.emplace(target, input.file);
+  }
+  for (const auto& input : inputs) {
+    if (input.overlay.empty()) continue;
+    const auto clash = protected_paths.find(resolved_entry(input.overlay));
+    if (clash == protected_paths.end()) continue;
+    throw ConfigError(
+        "--out " + out_dir.string() + " would write the overlay " + input.overlay.string() +
+        " over the input " + clash->second.string() + "; choose another folder");
+  }
+}
+
+// The inputs with their overlays in `out_dir` (named once, before any is written), checked.
+std::vector<CaptionInput> inputs_with_overlays(
+    const Invocation& invocation, const std::filesystem::path& out_dir) {
+  std::vector<CaptionInput> inputs = expand_inputs(invocation.positional);
+  require_an_image(inputs);
+  std::set<std::string> used_names;
+  for (auto& input : inputs) {
+    if (input.problem.empty()) input.overlay = overlay_path(out_dir, input.file, used_names);
+  }
+  refuse_overlays_over_inputs(inputs, out_dir);
+  return inputs;
 }
 
 // A tensor of any rank as nested JSON arrays of numbers.
@@ -104,6 +195,48 @@ VizOptions viz_options_of(const TrainedRun& run) {
   return options;
 }
 
+// Captions one image with `search`, writes its overlay, and returns its JSON record.
+Json caption_image(
+    TrainedRun& run, const SearchOptions& search, const VizOptions& viz, const CaptionInput& input) {
+  const torch::Tensor crop = resize_and_crop(
+      decode_image(input.file, run.dataset.image.max_pixels), run.dataset.image);  // uint8 [crop, crop, 3]
+  const DecodedCaption caption =
+      caption_images(*run.model, crop.unsqueeze(0), run.dataset.image, search, run.placement.precision)
+          .front();
+  const std::string text = join_words(run.vocabulary.decode(caption.tokens));
+  const auto figure = make_attention_figure(*run.model, crop, caption, run.vocabulary, {text});
+  write_image_file(input.overlay, render_attention_figure(figure, viz));
+  Json::Array words;
+  for (const auto& word : figure.words) words.emplace_back(word);
+  Json record = Json::object(
+      {{"file", input.file.string()},
+       {"caption", text},
+       {"words", Json(std::move(words))},
+       {"log_prob", caption.log_prob},
+       {"finished", caption.finished},
+       {"grid", Json::array({Json(figure.grid[0]), Json(figure.grid[1])})},
+       {"attention", tensor_json(caption.alphas)},
+       {"overlay", input.overlay.string()}});
+  if (!caption.n_best.empty()) {
+    Json alternatives = Json::array();
+    for (const DecodedCaption& alternative : caption.n_best) {
+      alternatives.push_back(Json::object(
+          {{"caption", join_words(run.vocabulary.decode(alternative.tokens))},
+           {"log_prob", alternative.log_prob},
+           {"finished", alternative.finished}}));
+    }
+    record.set("n_best", std::move(alternatives));
+  }
+  return record;
+}
+
+// --out, or the run's captions/ folder; a multirun job's overlays go into their own <job>/ in it.
+std::filesystem::path caption_out_dir(const Job& job, const std::filesystem::path& run_dir) {
+  const Invocation& invocation = *job.invocation;
+  const std::filesystem::path out_dir = invocation.flag("--out", (run_dir / "captions").string());
+  return invocation.multirun ? out_dir / std::to_string(job.number) : out_dir;
+}
+
 }  // namespace
 
 int run_caption(const Job& job) {
@@ -113,61 +246,36 @@ int run_caption(const Job& job) {
     throw std::invalid_argument("saccade caption needs images or folders to caption");
   }
   const bool json = invocation.has_flag("--json");
+  const std::filesystem::path out_dir = caption_out_dir(job, run_dir);
+  const std::vector<CaptionInput> inputs = inputs_with_overlays(invocation, out_dir);
   TrainedRun run =
       load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const SearchOptions search = search_with_beam_flag(run, invocation);
   const VizOptions viz = viz_options_of(run);
   torch::manual_seed(static_cast<uint64_t>(run.config.get<int64_t>("seed")));  // decode.method=sample repeats
-  const std::filesystem::path out_dir = invocation.flag("--out", (run_dir / "captions").string());
   std::filesystem::create_directories(out_dir);
 
   Json::Array results;
-  std::set<std::string> used_names;
   int failed = 0;
-  for (const auto& file : expand_inputs(invocation.positional)) {
-    try {
-      const torch::Tensor crop = resize_and_crop(
-          decode_image(file, run.dataset.image.max_pixels), run.dataset.image);  // uint8 [crop, crop, 3]
-      const DecodedCaption caption =
-          caption_images(*run.model, crop.unsqueeze(0), run.dataset.image, search, run.placement.precision)
-              .front();
-      const std::string text = join_words(run.vocabulary.decode(caption.tokens));
-      const auto figure = make_attention_figure(*run.model, crop, caption, run.vocabulary, {text});
-      const std::filesystem::path overlay = overlay_path(out_dir, file, used_names);
-      write_image_file(overlay, render_attention_figure(figure, viz));
-      if (!json) {
-        std::cout << file.string() << "\t" << text << std::endl;
-        continue;
-      }
-      Json::Array words;
-      for (const auto& word : figure.words) words.emplace_back(word);
-      results.push_back(Json::object(
-          {{"file", file.string()},
-           {"caption", text},
-           {"words", Json(std::move(words))},
-           {"log_prob", caption.log_prob},
-           {"finished", caption.finished},
-           {"grid", Json::array({Json(figure.grid[0]), Json(figure.grid[1])})},
-           {"attention", tensor_json(caption.alphas)},
-           {"overlay", overlay.string()}}));
-      if (!caption.n_best.empty()) {
-        Json alternatives = Json::array();
-        for (const DecodedCaption& alternative : caption.n_best) {
-          alternatives.push_back(Json::object(
-              {{"caption", join_words(run.vocabulary.decode(alternative.tokens))},
-               {"log_prob", alternative.log_prob},
-               {"finished", alternative.finished}}));
+  for (const auto& input : inputs) {
+    std::string problem = input.problem;
+    if (problem.empty()) {
+      try {
+        Json record = caption_image(run, search, viz, input);
+        if (json) {
+          results.push_back(std::move(record));
+        } else {
+          std::cout << input.file.string() << "\t" << record.at("caption").as_string() << std::endl;
         }
-        results.back().set("n_best", std::move(alternatives));
+        continue;
+      } catch (const std::exception& error) {
+        problem = first_line(error.what());
       }
-    } catch (const std::exception& error) {
-      ++failed;
-      const std::string message = error.what();
-      std::cerr << "saccade: " << file.string() << ": " << message.substr(0, message.find('\n')) << std::endl;
-      if (json)
-        results.push_back(
-            Json::object({{"file", file.string()}, {"error", message.substr(0, message.find('\n'))}}));
     }
+    // Skipped and named; the others still run.
+    ++failed;
+    std::cerr << "saccade: " << input.file.string() << ": " << problem << std::endl;
+    if (json) results.push_back(Json::object({{"file", input.file.string()}, {"error", problem}}));
   }
   if (json) std::cout << dump_json(Json(std::move(results)), 2) << std::endl;
   if (failed > 0) log::warn() << failed << " of the inputs could not be captioned";

@@ -40,7 +40,8 @@ CommandSpec train_command() {
       "resolved config, and trains. With -m, sweeps every combination of the comma-separated values,\n"
       "one numbered sub-folder per job. Data-parallel over N processes: --nproc N here, or under\n"
       "torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Example: saccade train experiment=shapes_soft",
-      {{"--nproc", "N", "start N local workers of one data-parallel job (default 1)"}},
+      {{"--nproc", "N",
+        "start N local workers of one data-parallel job (default 1; at most max(8, 4 x cores))"}},
       /*composes_config=*/true,
       /*creates_run_folder=*/true,
       /*accepts_positional=*/false,
@@ -90,14 +91,17 @@ CommandSpec caption_command() {
   return {
       "caption",
       "Caption images with a trained run and draw where the model looked.",
-      "Captions every image given (files or folders), prints file<TAB>caption and writes overlays.",
+      "Captions every image given (files or folders), prints file<TAB>caption and writes overlays;\n"
+      "decode.*, viz.* and runtime.* overrides apply, as for eval and visualize. An --out whose\n"
+      "overlays would replace an input is refused. Example:\n"
+      "saccade caption photos/ --run DIR --out overlays/ decode.max_length=12",
       {{"--run", "DIR", "the run folder whose best checkpoint to use"},
        {"--checkpoint", "NAME", "best (default) or last"},
        {"--beam", "K", "beam size"},
        {"--n-best", "N", "with --json: the N best captions of each image (N <= K)"},
-       {"--out", "DIR", "where overlays go"},
+       {"--out", "DIR", "where overlays go (default <run>/captions); never over an input"},
        {"--json", "", "machine-readable output"}},
-      /*composes_config=*/false,
+      /*composes_config=*/true,
       /*creates_run_folder=*/false,
       /*accepts_positional=*/true,
       run_caption};
@@ -172,7 +176,8 @@ CommandSpec bench_command() {
       "Runs one benchmark case and prints its numbers beside the machine's matmul GFLOP/s.\n"
       "Run `saccade bench` with no case to list the cases. `saccade bench decoder --nproc N` times\n"
       "the training step data-parallel over N local processes beside one process on the same cores.",
-      {{"--nproc", "N", "decoder only: N local data-parallel workers (default 1)"}},
+      {{"--nproc", "N",
+        "decoder only: N local data-parallel workers (default 1; at most max(8, 4 x cores))"}},
       /*composes_config=*/true,
       /*creates_run_folder=*/false,
       /*accepts_positional=*/true,

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -99,6 +100,10 @@ void stop(std::vector<pid_t>& running, std::chrono::seconds grace) {
 }
 
 }  // namespace
+
+int max_local_workers() {
+  return std::max(8, 4 * static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 int launch_local_workers(int nproc, const std::vector<std::string>& argv) {
   const int port = free_port();

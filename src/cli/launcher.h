@@ -15,4 +15,9 @@ namespace saccade::cli {
 // cannot be started.
 int launch_local_workers(int nproc, const std::vector<std::string>& argv);
 
+// The most local workers --nproc may start: 4 per core the machine reports, and at least 8 (so
+// a machine that reports no cores still runs small jobs). More is a typo, not a job: workers
+// beyond the cores only share them, and --nproc 1000 would fork until the process limit.
+int max_local_workers();
+
 }  // namespace saccade::cli

@@ -1,11 +1,14 @@
 // saccade: the command-line front end. Parses `saccade <command> [flags] [overrides]`, composes
 // the config, expands a multirun, creates run folders and runs the command once per job.
-// Every failure ends here as one line on stderr and exit code 1 (run failed) or 2 (usage/config).
+// Every failure ends here as one line on stderr and exit code 1 (run failed) or 2 (usage/config);
+// a sweep runs on past a failed job and ends with the worst job's code.
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -252,6 +255,90 @@ Job prepare_job(
   return job;
 }
 
+// Runs job `number` of the invocation: composes and checks it, creates its run folder (and, at
+// the first job of a sweep, the sweep folder, kept in `sweep_dir`) and runs the command. Returns
+// the command's exit code.
+int run_job(
+    const Invocation& invocation,
+    const std::vector<std::vector<std::string>>& job_overrides,
+    size_t number,
+    std::unique_ptr<ProcessGroup>& group,
+    std::filesystem::path& sweep_dir) {
+  const CommandSpec& command = *invocation.command;
+  Job job = prepare_job(invocation, job_overrides[number], static_cast<int>(number), group);
+  const bool main_rank = job.group == nullptr || job.group->is_main();
+  if (command.creates_run_folder) {
+    // The main rank names and creates the folders; the other ranks learn where they are.
+    if (invocation.multirun && sweep_dir.empty()) {
+      if (main_rank) {
+        const auto dir = unused_folder(job.composition.config.get<std::string>("run.sweep_dir"));
+        write_multirun_record(
+            dir, RunRecord{command.name, invocation.argv, invocation.request.overrides}, job_overrides);
+        sweep_dir = dir;  // only once multirun.yaml is there: the sweep's pages need it
+      }
+      sweep_dir = agreed(job.group, sweep_dir);
+      log::info() << "Sweep of " << job_overrides.size() << " jobs in " << sweep_dir.string();
+    }
+    if (main_rank) {
+      job.run_dir = invocation.multirun ? sweep_dir / std::to_string(number)
+                                        : unused_folder(job.composition.config.get<std::string>("run.dir"));
+      create_run_folder(
+          job.run_dir, job.composition, RunRecord{command.name, invocation.argv, job.overrides});
+    }
+    job.run_dir = agreed(job.group, job.run_dir);
+    if (!main_rank)
+      log::set_file(job.run_dir / "logs" / ("rank" + std::to_string(job.group->rank()) + ".log"));
+  }
+  if (invocation.multirun) log::info() << "Job #" << number << ": " << join(job.overrides, " ");
+  return command.run(job);
+}
+
+// What a failure ends as: an exit code and one line.
+struct Failure {
+  int exit_code = kExitFailure;
+  std::string message;
+};
+
+// The failure `error` is: usage and config errors (std::invalid_argument) exit 2, the rest 1.
+Failure failure_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::invalid_argument& caught) {
+    return {kExitUsage, caught.what()};
+  } catch (const c10::Error& caught) {
+    return {kExitFailure, first_line(caught.what_without_backtrace())};
+  } catch (const std::exception& caught) {
+    return {kExitFailure, caught.what()};
+  } catch (...) {
+    return {kExitFailure, "unknown failure"};
+  }
+}
+
+// A failed job of a sweep, kept until the sweep folder exists to record it in.
+struct JobFailure {
+  int number = 0;
+  std::string message;
+};
+
+// After a sweep: the comparison on stdout, and on stderr which jobs failed.
+void print_sweep_outcome(
+    const std::filesystem::path& sweep_dir,
+    const std::optional<SweepComparison>& comparison,
+    const std::vector<JobFailure>& failures,
+    size_t job_count) {
+  if (comparison && (!comparison->rows.empty() || !comparison->failed.empty())) {
+    std::cout << "\nComparison (" << (sweep_dir / "comparison.md").string() << "):\n\n"
+              << comparison_markdown(*comparison);
+  }
+  if (failures.empty()) return;
+  std::vector<std::string> numbers;
+  for (const JobFailure& failure : failures) numbers.push_back("#" + std::to_string(failure.number));
+  std::cerr << "saccade: error: " << failures.size() << " of " << job_count
+            << " jobs failed: " << join(numbers, ", ") << "\n";
+}
+
+// Runs every job, as Hydra's basic launcher does: a sweep goes on past a failed job, records it
+// for the sweep's pages, and exits with the worst job's code.
 int run_jobs(const Parsed& parsed) {
   const Invocation& invocation = parsed.invocation;
   const Action action = parsed.action;
@@ -278,46 +365,57 @@ int run_jobs(const Parsed& parsed) {
     return kExitFailure;
   }
 
-  const RunRecord record{command.name, invocation.argv, invocation.request.overrides};
+  // Ranks that failed apart may wait in different exchanges: a sweep over several processes ends
+  // at its first failure, the jobs after it not started.
+  const bool ends_at_first_failure = command.data_parallel && dist_options_from_environment(1).world_size > 1;
   // Released when the jobs end, before static destruction (NCCL shuts down in its destructor).
   std::unique_ptr<ProcessGroup> group;
   std::filesystem::path sweep_dir;
   std::optional<SweepComparison> comparison;
+  std::vector<JobFailure> failures;
+  size_t recorded = 0;  // the failures written into the sweep folder so far
   int worst = 0;
   for (size_t number = 0; number < job_overrides.size(); ++number) {
-    Job job = prepare_job(invocation, job_overrides[number], static_cast<int>(number), group);
-    const bool main_rank = job.group == nullptr || job.group->is_main();
-    if (command.creates_run_folder) {
-      // The main rank names and creates the folders; the other ranks learn where they are.
-      if (invocation.multirun && sweep_dir.empty()) {
-        if (main_rank) {
-          sweep_dir = unused_folder(job.composition.config.get<std::string>("run.sweep_dir"));
-          write_multirun_record(sweep_dir, record, job_overrides);
-        }
-        sweep_dir = agreed(job.group, sweep_dir);
-        log::info() << "Sweep of " << job_overrides.size() << " jobs in " << sweep_dir.string();
-      }
-      if (main_rank) {
-        job.run_dir = invocation.multirun ? sweep_dir / std::to_string(number)
-                                          : unused_folder(job.composition.config.get<std::string>("run.dir"));
-        create_run_folder(
-            job.run_dir, job.composition, RunRecord{command.name, invocation.argv, job.overrides});
-      }
-      job.run_dir = agreed(job.group, job.run_dir);
-      if (!main_rank)
-        log::set_file(job.run_dir / "logs" / ("rank" + std::to_string(job.group->rank()) + ".log"));
+    int status = kExitFailure;
+    std::string message;
+    try {
+      status = run_job(invocation, job_overrides, number, group, sweep_dir);
+      message = "exit code " + std::to_string(status);  // a command that returned, not threw
+    } catch (...) {
+      if (!invocation.multirun) throw;
+      Failure failure = failure_of(std::current_exception());
+      status = failure.exit_code;
+      message = std::move(failure.message);
     }
-    if (invocation.multirun) log::info() << "Job #" << number << ": " << join(job.overrides, " ");
-    worst = std::max(worst, command.run(job));
+    if (invocation.multirun && status != 0) {
+      log::error() << "Job #" << number << " failed: " << message;  // into the job's log too
+      failures.push_back({static_cast<int>(number), message});
+    }
     log::set_file("");
-    if (invocation.multirun && command.creates_run_folder && main_rank)
+    worst = std::max(worst, status);
+    const bool main_rank = group == nullptr || group->is_main();
+    if (invocation.multirun && command.creates_run_folder && main_rank && !sweep_dir.empty()) {
+      for (; recorded < failures.size(); ++recorded)
+        record_job_failure(sweep_dir, failures[recorded].number, failures[recorded].message);
       comparison = write_sweep_report(sweep_dir);
+    }
+    if (status != 0 && ends_at_first_failure) break;
   }
-  if (comparison && !comparison->rows.empty()) {
-    std::cout << "\nComparison (" << (sweep_dir / "comparison.md").string() << "):\n\n"
-              << comparison_markdown(*comparison);
-  }
+  if (invocation.multirun) print_sweep_outcome(sweep_dir, comparison, failures, job_overrides.size());
   return worst;
+}
+
+// --nproc N, refused above max_local_workers(): cast to an int unchecked, 4294967296 wrapped to 0
+// workers, and 1000 forked until the process limit.
+int local_worker_count(const Invocation& invocation) {
+  const int64_t nproc = invocation.positive_flag("--nproc", "1");
+  const int bound = max_local_workers();
+  if (nproc > bound) {
+    throw ConfigError(
+        "--nproc " + std::to_string(nproc) + " is more than the " + std::to_string(bound) +
+        " local workers this machine allows (4 per core, at least 8)");
+  }
+  return static_cast<int>(nproc);
 }
 
 // `saccade train --nproc N`: the same command line without --nproc, as N local workers.
@@ -368,8 +466,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (parsed.action == Action::run && parsed.invocation.has_flag("--nproc")) {
-      const int64_t nproc = parsed.invocation.positive_flag("--nproc", "1");
-      if (nproc > 1) return launch_workers(parsed.invocation, static_cast<int>(nproc));
+      const int nproc = local_worker_count(parsed.invocation);
+      if (nproc > 1) return launch_workers(parsed.invocation, nproc);
     }
     // Only runs that compute pay for the second start-up.
     if (parsed.action == Action::run) {
@@ -387,17 +485,9 @@ int main(int argc, char** argv) {
       return parsed.invocation.command->run(job);
     }
     return run_jobs(parsed);
-  } catch (const std::invalid_argument& error) {
-    std::cerr << "saccade: error: " << error.what() << "\n";
-    return kExitUsage;
-  } catch (const c10::Error& error) {
-    std::cerr << "saccade: error: " << first_line(error.what_without_backtrace()) << "\n";
-    return kExitFailure;
-  } catch (const std::exception& error) {
-    std::cerr << "saccade: error: " << error.what() << "\n";
-    return kExitFailure;
   } catch (...) {
-    std::cerr << "saccade: error: unknown failure\n";
-    return kExitFailure;
+    const Failure failure = failure_of(std::current_exception());
+    std::cerr << "saccade: error: " << failure.message << "\n";
+    return failure.exit_code;
   }
 }

@@ -12,6 +12,7 @@
 #include "base/text.h"
 #include "io/json.h"
 #include "io/metrics_csv.h"
+#include "io/run_folder.h"
 #include "io/temporaries.h"
 #include "viz/report_parts.h"
 #include "viz/svg_chart.h"
@@ -51,6 +52,14 @@ constexpr ComparedNumber kComparedNumbers[] = {
     {"images_per_s", "train images/s", nullptr, 0},
     {"parameters", "parameters", "", 0},
 };
+
+// In a job's folder: the error it failed with, written by the command line, which cannot count on
+// the job having written anything else.
+const char* const kFailureFile = "failure.txt";
+
+fs::path job_folder(const fs::path& sweep_dir, int number) {
+  return sweep_dir / std::to_string(number);
+}
 
 // "seed=1", "+seed=1", "++seed=1": an override of the top-level seed.
 bool is_seed_override(const std::string& item) {
@@ -147,10 +156,26 @@ std::string unfinished_note(const SweepComparison& comparison) {
   return "Without test scores yet: " + join(jobs, ", ") + ".";
 }
 
+// One line per failed job: "Job #1 failed: <error>".
+std::vector<std::string> failure_lines(const SweepComparison& comparison) {
+  std::vector<std::string> lines;
+  for (const auto& job : comparison.failed)
+    lines.push_back("Job #" + std::to_string(job.number) + " failed: " + job.error);
+  return lines;
+}
+
+std::string failures_html(const SweepComparison& comparison) {
+  std::string html;
+  for (const auto& line : failure_lines(comparison))
+    html += "<p class=\"note\">" + xml_escape(line) + "</p>\n";
+  return html;
+}
+
 std::string comparison_section(const SweepComparison& comparison) {
   std::string html = "<section id=\"comparison\">\n<h2>Comparison</h2>\n";
   if (comparison.rows.empty())
-    return html + "<p class=\"note\">No job has test scores yet.</p>\n</section>\n";
+    return html + "<p class=\"note\">No job has test scores yet.</p>\n" + failures_html(comparison) +
+           "</section>\n";
   html += "<table>\n<tr>";
   for (const auto& label : comparison.header) html += "<th>" + xml_escape(label) + "</th>";
   html += "</tr>\n";
@@ -162,7 +187,28 @@ std::string comparison_section(const SweepComparison& comparison) {
   html += "</table>\n<p class=\"note\">" + xml_escape(kComparisonLegend) + "</p>\n";
   if (!comparison.unfinished.empty())
     html += "<p class=\"note\">" + xml_escape(unfinished_note(comparison)) + "</p>\n";
-  return html + "</section>\n";
+  return html + failures_html(comparison) + "</section>\n";
+}
+
+// The table and its notes (see comparison_markdown), without the failed jobs.
+std::string comparison_table_markdown(const SweepComparison& comparison) {
+  if (comparison.rows.empty()) return "No job of the sweep has test scores yet.\n";
+  const auto line = [](const std::vector<std::string>& cells) {
+    std::vector<std::string> escaped;
+    for (const auto& cell : cells) {
+      std::string text;
+      for (const char c : cell) text += c == '|' ? std::string("\\|") : std::string(1, c);
+      escaped.push_back(text);
+    }
+    return "| " + join(escaped, " | ") + " |\n";
+  };
+  std::vector<std::string> rule = {"---", "---"};
+  rule.resize(comparison.header.size(), "---:");
+  std::string text = line(comparison.header) + line(rule);
+  for (const auto& row : comparison.rows) text += line(row);
+  text += "\n" + std::string(kComparisonLegend) + "\n";
+  if (!comparison.unfinished.empty()) text += "\n" + unfinished_note(comparison) + "\n";
+  return text;
 }
 
 SweepComparison compare_jobs(const std::vector<SweepJob>& sweep_jobs) {
@@ -175,6 +221,10 @@ SweepComparison compare_jobs(const std::vector<SweepJob>& sweep_jobs) {
   std::vector<bool> present(std::size(kComparedNumbers), false);
   SweepComparison comparison;
   for (const SweepJob& job : sweep_jobs) {
+    if (!job.failure.empty()) {
+      comparison.failed.push_back({job.number, job.failure});
+      continue;
+    }
     const auto numbers = fs::exists(job.dir / "config.yaml") ? numbers_of(job.dir) : std::nullopt;
     if (!numbers) {
       comparison.unfinished.push_back(job.number);
@@ -258,8 +308,8 @@ std::string jobs_section(const std::vector<JobSummary>& jobs, const std::string&
     html +=
         std::string("<tr") + (best_job == i ? " class=\"best\"" : "") + "><td>" +
         (job.has_report ? "<a href=\"" + std::to_string(i) + "/report.html\">" + name + "</a>" : name) +
-        "</td><td>" + xml_escape(job.swept) + "</td><td>" + job.status + "</td><td class=\"number\">" +
-        job.epochs + "</td>" +
+        "</td><td>" + xml_escape(job.swept) + "</td><td>" + xml_escape(job.status) +
+        "</td><td class=\"number\">" + job.epochs + "</td>" +
         (job.best ? "<td class=\"number\">" + xml_escape(job.val_metric) + " " + fixed(*job.best) + "</td>"
                   : std::string("<td></td>")) +
         "<td class=\"number\">" + job.best_epoch + "</td>" + number_cell(job.test_bleu4) +
@@ -282,8 +332,9 @@ std::vector<SweepJob> read_sweep_jobs(const fs::path& sweep_dir) {
   for (const auto& listed : read_yaml(record_path)["jobs"]) {
     SweepJob job;
     job.number = static_cast<int>(jobs.size());
-    job.dir = sweep_dir / std::to_string(job.number);
+    job.dir = job_folder(sweep_dir, job.number);
     job.overrides = listed.as<std::vector<std::string>>();
+    if (fs::exists(job.dir / kFailureFile)) job.failure = first_line(read_file_bytes(job.dir / kFailureFile));
     jobs.push_back(std::move(job));
   }
   // An override every job has does not tell jobs apart (with one job, none is shared).
@@ -300,27 +351,17 @@ std::vector<SweepJob> read_sweep_jobs(const fs::path& sweep_dir) {
   return jobs;
 }
 
+void record_job_failure(const fs::path& sweep_dir, int number, const std::string& error) {
+  write_file_atomically(job_folder(sweep_dir, number) / kFailureFile, first_line(error) + "\n");
+}
+
 SweepComparison compare_sweep(const fs::path& sweep_dir) {
   return compare_jobs(read_sweep_jobs(sweep_dir));
 }
 
 std::string comparison_markdown(const SweepComparison& comparison) {
-  if (comparison.rows.empty()) return "No job of the sweep has test scores yet.\n";
-  const auto line = [](const std::vector<std::string>& cells) {
-    std::vector<std::string> escaped;
-    for (const auto& cell : cells) {
-      std::string text;
-      for (const char c : cell) text += c == '|' ? std::string("\\|") : std::string(1, c);
-      escaped.push_back(text);
-    }
-    return "| " + join(escaped, " | ") + " |\n";
-  };
-  std::vector<std::string> rule = {"---", "---"};
-  rule.resize(comparison.header.size(), "---:");
-  std::string text = line(comparison.header) + line(rule);
-  for (const auto& row : comparison.rows) text += line(row);
-  text += "\n" + std::string(kComparisonLegend) + "\n";
-  if (!comparison.unfinished.empty()) text += "\n" + unfinished_note(comparison) + "\n";
+  std::string text = comparison_table_markdown(comparison);
+  for (const auto& line : failure_lines(comparison)) text += "\n" + line + "\n";
   return text;
 }
 
@@ -362,6 +403,7 @@ SweepComparison write_sweep_report(const fs::path& sweep_dir) {
         });
       }
     }
+    if (!sweep_job.failure.empty()) job.status = "failed: " + sweep_job.failure;
     jobs.push_back(job);
   }
   html += jobs_section(jobs, chart_metric);

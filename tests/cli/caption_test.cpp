@@ -1,12 +1,14 @@
 // `saccade caption` and `saccade visualize` end to end on a smoke run trained once for the suite:
-// captions on stdout, bad files reported per file, overlay PNGs of the expected size, --json,
-// and the one-line errors for a missing or mismatched checkpoint.
+// captions on stdout, bad files and folder entries reported per file, overlay PNGs of the
+// expected size and never over an input, --json, overrides, and the one-line errors for a
+// missing or mismatched checkpoint.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -203,6 +205,126 @@ TEST_F(CaptionTest, FolderIsExpandedSortedIntoTheRunsCaptionsFolder) {
   EXPECT_EQ(lines[1].first, (inputs / "b.png").string());
   EXPECT_TRUE(std::filesystem::exists(run_ / "captions/a.png"));
   EXPECT_TRUE(std::filesystem::exists(run_ / "captions/b.png"));
+}
+
+// An --out whose overlays would replace an input, by its own name or through a linked folder,
+// is refused in one line before anything is written; the input's folder itself is a fine --out
+// when no overlay takes an input's name.
+TEST_F(CaptionTest, AnOutThatWouldReplaceAnInputIsRefusedWithNothingWritten) {
+  TempDir inputs;
+  write_png(inputs / "a.png", 32, 32);
+  write_png(inputs / "b.png", 48, 48);
+  const std::string a_before = read_file(inputs / "a.png"), b_before = read_file(inputs / "b.png");
+  TempDir elsewhere;
+  const auto alias = elsewhere / "alias";
+  std::filesystem::create_directory_symlink(inputs.path(), alias);
+  for (const auto& out : {inputs.path(), alias}) {
+    const auto result = run_saccade(
+        {"caption", inputs.path().string(), "--run", run_.string(), "--out", out.string()}, work_->path());
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_TRUE(is_last_line(
+        result.err, "saccade: error: --out " + out.string() + " would write the overlay " +
+                        (out / "a.png").string() + " over the input " + (inputs / "a.png").string() +
+                        "; choose another folder\n"))
+        << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+  EXPECT_EQ(read_file(inputs / "a.png"), a_before);
+  EXPECT_EQ(read_file(inputs / "b.png"), b_before);
+  EXPECT_EQ(
+      std::distance(
+          std::filesystem::directory_iterator(inputs.path()), std::filesystem::directory_iterator()),
+      2);
+
+  // c.jpg's overlay is c.png beside it: no input is replaced.
+  write_png(inputs / "c.jpg", 40, 40);
+  const std::string c_before = read_file(inputs / "c.jpg");
+  const auto beside = run_saccade(
+      {"caption", (inputs / "c.jpg").string(), "--run", run_.string(), "--out", inputs.path().string()},
+      work_->path());
+  ASSERT_EQ(beside.exit_code, 0) << beside.err;
+  EXPECT_TRUE(std::filesystem::exists(inputs / "c.png"));
+  EXPECT_EQ(read_file(inputs / "c.jpg"), c_before);
+}
+
+// A folder entry that cannot be looked at (a link to itself) and a folder that cannot be listed
+// are named and skipped as an unreadable image is; the other images are captioned. A folder
+// with no image at all is one line, and nothing is written.
+TEST_F(CaptionTest, BadFolderEntriesAreNamedAndSkippedAndAnEmptyFolderIsOneLine) {
+  TempDir inputs;
+  write_png(inputs / "a.png", 32, 32);
+  std::filesystem::create_symlink("loop", inputs / "loop");
+  TempDir elsewhere;
+  const auto locked = elsewhere / "locked";
+  write_png(locked / "c.png", 16, 16);
+  std::filesystem::permissions(locked, std::filesystem::perms::none);
+  std::error_code listing;
+  std::filesystem::directory_iterator probe(locked, listing);  // root lists it all the same
+  const auto out = elsewhere / "o";
+  const auto result = run_saccade(
+      {"caption", inputs.path().string(), locked.string(), "--run", run_.string(), "--out", out.string()},
+      work_->path());
+  std::filesystem::permissions(locked, std::filesystem::perms::owner_all);
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(
+      result.err.find(
+          "saccade: " + (inputs / "loop").string() +
+          ": cannot tell what it is: Too many levels of symbolic links\n"),
+      std::string::npos)
+      << result.err;
+  const auto lines = caption_lines(result.out);
+  ASSERT_EQ(lines.size(), listing ? 1u : 2u) << result.out;
+  EXPECT_EQ(lines[0].first, (inputs / "a.png").string());
+  EXPECT_TRUE(std::filesystem::exists(out / "a.png"));
+  if (listing) {
+    EXPECT_NE(
+        result.err.find("saccade: " + locked.string() + ": cannot list the folder: Permission denied\n"),
+        std::string::npos)
+        << result.err;
+  }
+
+  TempDir empty;
+  const auto nothing = run_saccade(
+      {"caption", empty.path().string(), "--run", run_.string(), "--out", (empty / "o").string()},
+      work_->path());
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.err;
+  EXPECT_TRUE(is_last_line(
+      nothing.err, "saccade: error: Nothing to caption: " + empty.path().string() +
+                       ": the folder holds no image files (by extension)\n"))
+      << nothing.err;
+  EXPECT_FALSE(std::filesystem::exists(empty / "o"));
+}
+
+// key=value arguments are overrides, as eval and visualize take them, not images; with -m each
+// job's overlays go into their own numbered folder.
+TEST_F(CaptionTest, OverridesApplyAsForEvalAndAreNotTakenForImages) {
+  TempDir inputs;
+  write_png(inputs / "x.png", 64, 64);
+  const auto out = inputs / "o";
+  const auto result = run_saccade(
+      {"caption", (inputs / "x.png").string(), "--run", run_.string(), "--out", out.string(), "--json",
+       "decode.max_length=1", "runtime.threads=1"},
+      work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const YAML::Node doc = YAML::Load(result.out);
+  ASSERT_TRUE(doc.IsSequence()) << result.out;
+  ASSERT_EQ(doc.size(), 1u) << result.out;
+  EXPECT_LE(doc[0]["words"].size(), 1u) << result.out;
+
+  const auto typo = run_saccade(
+      {"caption", (inputs / "x.png").string(), "--run", run_.string(), "decode.max_lenght=1"}, work_->path());
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  EXPECT_NE(typo.err.find("saccade: error: Could not override 'decode.max_lenght'"), std::string::npos)
+      << typo.err;
+
+  const auto sweep = run_saccade(
+      {"caption", "-m", (inputs / "x.png").string(), "--run", run_.string(), "--out", out.string(),
+       "decode.max_length=1,2"},
+      work_->path());
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_EQ(caption_lines(sweep.out).size(), 2u) << sweep.out;
+  EXPECT_TRUE(std::filesystem::exists(out / "0/x.png"));
+  EXPECT_TRUE(std::filesystem::exists(out / "1/x.png"));
 }
 
 TEST_F(CaptionTest, JsonHasCaptionLogProbAndOneAttentionGridPerWord) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "test_util.h"
 
@@ -111,6 +113,28 @@ TEST(Cli, UnknownBenchCaseIsAOneLineUsageError) {
   const auto two = run_saccade({"bench", "beam", "decoder"});
   EXPECT_EQ(two.exit_code, 2);
   EXPECT_NE(two.err.find("saccade bench takes one case, got 2"), std::string::npos) << two.err;
+}
+
+// --nproc is bounded by max(8, 4 x cores), as the help says: a count that wrapped around an int
+// (4294967296 to 0 workers) or would fork past the process limit is one line, and nothing runs.
+TEST(Cli, NprocBeyondTheLocalBoundIsOneLine) {
+  const auto help = run_saccade({"train", "--help"});
+  EXPECT_NE(help.out.find("at most max(8, 4 x cores)"), std::string::npos) << help.out;
+  const int bound = std::max(8, 4 * static_cast<int>(std::thread::hardware_concurrency()));
+  TempDir work;
+  // The wrapped counts first: unbounded they train once, where one past the bound would fork.
+  for (const std::string& nproc :
+       std::vector<std::string>{"4294967296", "2147483648", std::to_string(bound + 1)}) {
+    const auto run = work / ("nproc_" + nproc);
+    const auto result = run_saccade(
+        {"train", "-cp", configs().string(), "experiment=smoke", "--nproc", nproc, "run.dir=" + run.string()},
+        work.path());
+    ASSERT_EQ(result.exit_code, 2) << nproc << ": " << result.err;
+    EXPECT_EQ(
+        result.err, "saccade: error: --nproc " + nproc + " is more than the " + std::to_string(bound) +
+                        " local workers this machine allows (4 per core, at least 8)\n");
+    EXPECT_FALSE(std::filesystem::exists(run)) << nproc;
+  }
 }
 
 TEST(Cli, UnknownFlagIsUsageError) {

@@ -746,5 +746,30 @@ TEST(Train, InitFromARunOfAnotherVocabularyOrArchitectureIsOneLine) {
       << one_sample.err;
 }
 
+// As Hydra's basic launcher: a failed job does not stop the sweep; it is marked failed, with its
+// error, on the sweep's pages, and the sweep exits non-zero.
+TEST(Train, ASweepRunsEveryJobAfterAFailedOneAndMarksItFailed) {
+  TempDir work;
+  const auto result = run_saccade(
+      {"train", "-m", "-cp", configs().string(), "experiment=smoke", "train.epochs=1",
+       "train.init_from=null,/nonexistent/run,null"},
+      work.path());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("saccade: error: 1 of 3 jobs failed: #1"), std::string::npos) << result.err;
+  const auto sweep = only_run(work.path());
+  EXPECT_TRUE(std::filesystem::exists(sweep / "2/metrics.csv"));
+  EXPECT_TRUE(std::filesystem::exists(sweep / "2/checkpoints/best"));
+  const std::string error = "train.init_from=/nonexistent/run: No checkpoint at";
+  const std::string report = read_file(sweep / "report.html");
+  EXPECT_NE(report.find("<td>failed: " + error), std::string::npos) << report;
+  EXPECT_EQ(report.find("not started"), std::string::npos) << report;
+  const std::string comparison = read_file(sweep / "comparison.md");
+  EXPECT_NE(comparison.find("Job #1 failed: " + error), std::string::npos) << comparison;
+  EXPECT_NE(comparison.find("| 0, 0 |"), std::string::npos) << comparison;  // jobs 0 and 2, one run
+  const std::string csv = read_file(sweep / "comparison.csv");
+  EXPECT_NE(csv.find("\n2,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("\n1,"), std::string::npos) << csv;
+}
+
 }  // namespace
 }  // namespace saccade::testing

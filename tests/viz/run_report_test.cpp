@@ -345,6 +345,43 @@ TEST(SweepComparison, AveragesEachRunOverItsSeeds) {
   EXPECT_EQ(seeds_only.rows[0][1], "0, 1");
 }
 
+// A failed job is named as failed, with the first line of its error, whether it left part of its
+// folder or none; a job never started stays "not started".
+TEST(SweepComparison, FailedJobsAreNamedWithTheirError) {
+  TempDir dir;
+  const auto sweep = dir / "sweep";
+  write_file(
+      sweep / "multirun.yaml",
+      "argv: [saccade, train, -m, seed=0,1,2,3]\njobs: [[seed=0], [seed=1], [seed=2], [seed=3]]\n");
+  make_compared_job(sweep / "0", 0, 0.6, {100});
+  write_file(sweep / "1/config.yaml", "seed: 1\n");  // failed after making its folder
+  record_job_failure(sweep, 1, "train.init_from=/nowhere: No checkpoint at /nowhere\n  at trainer.cpp");
+  record_job_failure(sweep, 2, "No key <seed> & no run");  // failed before it
+
+  const SweepComparison comparison = write_sweep_report(sweep);
+  ASSERT_EQ(comparison.failed.size(), 2u);
+  EXPECT_EQ(comparison.failed[0].number, 1);
+  EXPECT_EQ(comparison.failed[0].error, "train.init_from=/nowhere: No checkpoint at /nowhere");
+  EXPECT_EQ(comparison.failed[1].number, 2);
+  EXPECT_EQ(comparison.unfinished, (std::vector<int>{3}));
+  ASSERT_EQ(comparison.rows.size(), 1u);
+  const std::string markdown = read_file(sweep / "comparison.md");
+  EXPECT_TRUE(contains(markdown, "\nJob #1 failed: train.init_from=/nowhere: No checkpoint at /nowhere\n"))
+      << markdown;
+  EXPECT_TRUE(contains(markdown, "\nJob #2 failed: No key <seed> & no run\n")) << markdown;
+  const std::string html = read_file(sweep / "report.html");
+  EXPECT_TRUE(
+      contains(html, "<td>seed=1</td><td>failed: train.init_from=/nowhere: No checkpoint at /nowhere</td>"))
+      << html;
+  EXPECT_TRUE(contains(html, "<td>seed=2</td><td>failed: No key &lt;seed&gt; &amp; no run</td>")) << html;
+  EXPECT_TRUE(contains(html, "<td>seed=3</td><td>not started</td>")) << html;
+  // With no finished job, the failures are still named.
+  std::filesystem::rename(sweep / "0", dir / "moved");
+  const std::string unscored = comparison_markdown(compare_sweep(sweep));
+  EXPECT_TRUE(contains(unscored, "No job of the sweep has test scores yet.\n")) << unscored;
+  EXPECT_TRUE(contains(unscored, "\nJob #1 failed: ")) << unscored;
+}
+
 // Runs headless Chromium on `page`: the DOM after loading into `dom`, a screenshot into
 // work/page.png. Returns -1 when the DOM dump failed, else the exit status of the screenshot run.
 int render_in_chromium(
