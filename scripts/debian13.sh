@@ -73,6 +73,7 @@ make_root() {
   enter_mounts "$temporary"
   chroot "$temporary" /saccade/scripts/setup.sh >>"$log" 2>&1 ||
     fail "installing saccade's packages in the Debian 13 root failed (no network to the archive?); see $log"
+  chroot "$temporary" apt-get clean  # the downloaded packages (~0.7 GiB) are not needed again
   unmount_within "$temporary" || fail "could not unmount what was mounted under $temporary"
   mv "$temporary" "$root"
   trap - EXIT

@@ -38,6 +38,13 @@ at::Tensor max_pool2d_any_layout(const at::Tensor& x, int64_t kernel, int64_t st
   return at::max_pool2d(x, {kernel, kernel}, {stride, stride}, {padding, padding});
 }
 
+at::Tensor add_any_layout(const at::Tensor& a, const at::Tensor& b) {
+#if SACCADE_TORCH_AT_LEAST(2, 0)
+  if (a.is_mkldnn()) return (a.to_dense() + b.to_dense()).to_mkldnn(a.scalar_type());
+#endif
+  return a + b;
+}
+
 ConvBatchNorm::ConvBatchNorm(torch::nn::Conv2d conv, torch::nn::BatchNorm2d batchnorm)
     : conv_(std::move(conv)), batchnorm_(std::move(batchnorm)) {}
 

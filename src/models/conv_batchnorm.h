@@ -43,6 +43,11 @@ bool onednn_inference_available(const at::Tensor& x);
 // oneDNN's own kernel.
 at::Tensor max_pool2d_any_layout(const at::Tensor& x, int64_t kernel, int64_t stride, int64_t padding = 0);
 
+// a + b for dense or oneDNN tensors of one layout, in that layout. With LibTorch >= 2 the sum of
+// oneDNN tensors is taken densely: Debian 13's LibTorch 2.6 (oneDNN 3.6) dies of an integer
+// division by zero inside oneDNN's sum, as Python's torch does on `a + b` of two to_mkldnn() tensors.
+at::Tensor add_any_layout(const at::Tensor& a, const at::Tensor& b);
+
 class ConvBatchNorm {
  public:
   ConvBatchNorm() = default;

@@ -51,10 +51,10 @@ BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t planes, int64_t stri
 }
 
 torch::Tensor BasicBlockImpl::forward(const torch::Tensor& x) {
-  torch::Tensor out = torch::relu(unit1_(x));          // [B, P, H/s, W/s]
-  out = unit2_(out);                                   // [B, P, H/s, W/s]
-  out = out + (shortcut_.empty() ? x : shortcut_(x));  // [B, P, H/s, W/s]
-  return torch::relu(out);                             // [B, P, H/s, W/s]
+  torch::Tensor out = torch::relu(unit1_(x));                       // [B, P, H/s, W/s]
+  out = unit2_(out);                                                // [B, P, H/s, W/s]
+  out = add_any_layout(out, shortcut_.empty() ? x : shortcut_(x));  // [B, P, H/s, W/s]
+  return torch::relu(out);                                          // [B, P, H/s, W/s]
 }
 
 BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t planes, int64_t stride) {
@@ -65,11 +65,11 @@ BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t planes, int64_t stri
 }
 
 torch::Tensor BottleneckImpl::forward(const torch::Tensor& x) {
-  torch::Tensor out = torch::relu(unit1_(x));          // [B, P, H, W]
-  out = torch::relu(unit2_(out));                      // [B, P, H/s, W/s]
-  out = unit3_(out);                                   // [B, 4P, H/s, W/s]
-  out = out + (shortcut_.empty() ? x : shortcut_(x));  // [B, 4P, H/s, W/s]
-  return torch::relu(out);                             // [B, 4P, H/s, W/s]
+  torch::Tensor out = torch::relu(unit1_(x));                       // [B, P, H, W]
+  out = torch::relu(unit2_(out));                                   // [B, P, H/s, W/s]
+  out = unit3_(out);                                                // [B, 4P, H/s, W/s]
+  out = add_any_layout(out, shortcut_.empty() ? x : shortcut_(x));  // [B, 4P, H/s, W/s]
+  return torch::relu(out);                                          // [B, 4P, H/s, W/s]
 }
 
 ResNetImpl::ResNetImpl(int64_t depth, const EncoderOptions& options)
