@@ -56,13 +56,18 @@ CommandSpec eval_command() {
       "Decode a split with a trained run's best (or last) checkpoint and score it.",
       "Loads <run>/checkpoints/best with the run's config.yaml over today's defaults, decodes the split\n"
       "with decode.* (overrides apply), writes <run>/results/<split>.json (COCO results) and\n"
-      "<split>_scores.json, and prints the scores. With --against FILE (read and checked before anything\n"
-      "is decoded or written, so it may be the results file this run replaces), also how many captions\n"
-      "the two share and both sets' scores side by side. Example: saccade eval --run DIR decode.beam_size=5",
+      "<split>_scores.json, and prints the scores. With overrides or --checkpoint last the files are\n"
+      "<split>-<overrides>.json (or <split>-<digest>.json) beside the run's own, which --replace writes\n"
+      "over instead. Overrides change how the model is used, never the model: a group switch\n"
+      "(decoder=soft) or an architecture key (decoder.heads, encoder.grid) differing from the run's is\n"
+      "refused. With --against FILE (read and checked before anything is decoded or written, so it may\n"
+      "be the results file this run replaces), also how many captions the two share and both sets'\n"
+      "scores side by side. Example: saccade eval --run DIR decode.beam_size=5",
       {{"--run", "DIR", "the training run folder whose checkpoints/best to evaluate"},
        {"--split", "NAME", "train | val | test (default test)"},
        {"--checkpoint", "NAME", "best (default) or last: the last finished epoch's"},
-       {"--against", "FILE", "COCO results JSON of the same images to compare the captions with"}},
+       {"--against", "FILE", "COCO results JSON of the same images to compare the captions with"},
+       {"--replace", "", "with overrides, write results/<split>.json over the run's own results"}},
       /*composes_config=*/true,
       /*creates_run_folder=*/false,
       /*accepts_positional=*/false,

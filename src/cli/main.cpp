@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -195,16 +196,68 @@ std::filesystem::path unused_folder(const std::filesystem::path& dir) {
   return candidate;
 }
 
+// Keys a rank may set for itself: rank 0 alone names the run folders, and how a process computes
+// and logs suits its machine (its GPU, its cores).
+const std::set<std::string> kPerRankKeys = {"run.dir",         "run.sweep_dir",     "runtime.device",
+                                            "runtime.threads", "runtime.log_level", "runtime.check_blas"};
+
+// The leaves of `node` under `key` as "key=value" lines (a list is one leaf), in file order.
+void add_config_lines(const YAML::Node& node, const std::string& key, std::vector<std::string>& lines) {
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const std::string name = entry.first.as<std::string>();
+      add_config_lines(entry.second, key.empty() ? name : key + "." + name, lines);
+    }
+    return;
+  }
+  if (kPerRankKeys.count(key) > 0) return;
+  YAML::Emitter value;
+  value << YAML::Flow << node;
+  lines.push_back(key + "=" + escape_control_characters(value.c_str()));
+}
+
+// "size of dataset.split_file=N bytes" lines for the dataset's caption files: ranks that read
+// different copies of the data would train apart. Sizes, not digests, keep the check instant.
+void add_dataset_file_lines(const YAML::Node& dataset, std::vector<std::string>& lines) {
+  if (!dataset || !dataset.IsMap()) return;  // an absent key's node throws when asked its type
+  std::vector<std::pair<std::string, YAML::Node>> files = {{"dataset.split_file", dataset["split_file"]}};
+  const YAML::Node captions_files = dataset["captions_files"];
+  for (size_t i = 0; captions_files && captions_files.IsSequence() && i < captions_files.size(); ++i)
+    files.emplace_back("dataset.captions_files[" + std::to_string(i) + "]", captions_files[i]);
+  for (const auto& [key, file] : files) {
+    if (!file || !file.IsScalar()) continue;
+    std::error_code absent;
+    const auto bytes = std::filesystem::file_size(file.as<std::string>(), absent);
+    lines.push_back("size of " + key + "=" + (absent ? "no file" : std::to_string(bytes) + " bytes"));
+  }
+}
+
+// What every rank of a data-parallel job must agree on, one "key=value" line each: the command
+// with its arguments and flags, the composed config and the sizes of the dataset's files.
+std::string job_text(const Job& job) {
+  const Invocation& invocation = *job.invocation;
+  std::vector<std::string> lines = {
+      "command=" + invocation.command->name,
+      "arguments=" + escape_control_characters(join(invocation.positional, " "))};
+  // Not --nproc: under torchrun a rank may be given `--nproc 1`, which starts no workers.
+  for (const auto& [flag, value] : invocation.flags)
+    if (flag != "--nproc") lines.push_back(flag + "=" + escape_control_characters(value));
+  const YAML::Node config = YAML::Load(job.composition.config.to_yaml());
+  add_config_lines(config, "", lines);
+  add_dataset_file_lines(config["dataset"], lines);
+  return join(lines, "\n");
+}
+
 // The process group of a data-parallel command's job, made by the first job from the variables
-// torchrun sets (`process`), computing on `device`, and kept in `group` for the next jobs;
-// nullptr for other commands and for a single process.
+// torchrun sets (`process`), computing on the job's device, and kept in `group` for the next
+// jobs; nullptr for other commands and for a single process. Every job's ranks must run the same
+// job: with another model a rank would fail inside Gloo, with another learning rate train apart.
 ProcessGroup* data_parallel_group(
-    const CommandSpec& command,
-    const DistOptions& process,
-    c10::Device device,
-    std::unique_ptr<ProcessGroup>& group) {
-  if (!command.data_parallel || process.world_size == 1) return nullptr;
-  if (!group) group = std::make_unique<ProcessGroup>(process, device);
+    const Job& job, const DistOptions& process, std::unique_ptr<ProcessGroup>& group) {
+  if (!job.invocation->command->data_parallel || process.world_size == 1) return nullptr;
+  const std::string text = job_text(job);
+  if (!group) group = std::make_unique<ProcessGroup>(process, job.placement.device);
+  group->require_same_job(text);
   return group.get();
 }
 
@@ -249,7 +302,7 @@ Job prepare_job(
   job.placement = placement_from(config, process.local_rank, process.local_world_size);
   make_current(job.placement.device);
   apply_runtime(runtime, process.local_world_size);
-  job.group = data_parallel_group(command, process, job.placement.device, group);
+  job.group = data_parallel_group(job, process, group);
   if (job.group != nullptr && !job.group->is_main()) log::set_console_level(log::Level::warn);
   if (command.check != nullptr) command.check(config);
   return job;

@@ -17,7 +17,8 @@ EvaluatedSplit evaluate_split(
     const PreparedSplit& images,
     const CaptionSearch& search,
     const FeatureCache* features,
-    ProcessGroup* group) {
+    ProcessGroup* group,
+    const std::string& results_name) {
   const Split split = images.split;
   const auto dataset = make_caption_dataset(images, run.vocabulary, run.dataset.vocabulary);
   LoaderOptions loader_options =
@@ -49,7 +50,9 @@ EvaluatedSplit evaluate_split(
       evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config),
       &training_captions);
   evaluated.results.parameters = parameter_count(*run.model);
-  write_split_results(run.dir / "results", evaluated.results);
+  SplitResults named = evaluated.results;
+  if (!results_name.empty()) named.split = results_name;
+  write_split_results(run.dir / "results", named);
   const CaptionScores& scores = evaluated.results.scores;
   log::info() << to_string(split) << " (checkpoint epoch " << run.epoch << "): BLEU-4 " << scores.bleu[3]
               << ", CIDEr-D " << scores.cider_d << " (" << evaluated.decoded.image_order.size() << " images)";

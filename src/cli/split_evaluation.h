@@ -8,7 +8,7 @@
 // Decodes the split of the run's dataset in batches of train.batch_size (as training validated),
 // from the encoder or from a feature cache, scores it with eval.* (METEOR when configured) and,
 // on the shapes world, with the attention metrics; writes <run>/results/<split>.json and
-// <split>_scores.json and logs one line.
+// <split>_scores.json (or another name: `saccade eval` with overrides) and logs one line.
 #pragma once
 
 #include <string>
@@ -28,12 +28,15 @@ struct EvaluatedSplit {
 // `images` is a split of ensure_prepared(run.dataset); `features`, when given, its feature cache.
 // With a data-parallel `group` the ranks share the decoding and all get the whole split; the
 // main rank alone scores it and writes the files (the others' results stay empty).
+// `results_name` names the files, <run>/results/<results_name>.json and _scores.json, and is the
+// scores file's "split" (the report's row); empty = the split's name.
 EvaluatedSplit evaluate_split(
     TrainedRun& run,
     const PreparedSplit& images,
     const CaptionSearch& search,
     const FeatureCache* features = nullptr,
-    ProcessGroup* group = nullptr);
+    ProcessGroup* group = nullptr,
+    const std::string& results_name = "");
 
 // `saccade eval`'s printout: the split, search and checkpoint, one line per metric (METEOR as
 // unavailable with its reason), the shapes metrics.

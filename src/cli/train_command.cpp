@@ -142,6 +142,8 @@ int run_train(const Job& job) {
   const VizOptions viz = viz_options_from(config);
   validate(viz);
   const bool main_rank = job.group == nullptr || job.group->is_main();
+  // Declared before what writes into the folder, so that it is taken back after they close.
+  UnstartedRunFolder unstarted(job.run_dir);
   std::optional<RunLog> log;
   if (main_rank) {
     log.emplace(job.run_dir, metrics_columns(), config.get<bool>("run.tensorboard"));
@@ -162,6 +164,7 @@ int run_train(const Job& job) {
           *setup.train.features, Split::test, test_images.images,
           describe_annotations(setup.encoder, setup.dataset.image));
     }
+    unstarted.started();  // set-up refused nothing: from here on the folder is the run's record
     result = trainer.run();
     check_unchanged(trainer.data());  // the test pass reads the dataset again
   }

@@ -57,10 +57,16 @@ T scalar_as(const YAML::Node& value, const std::string& key) {
     return config_detail::scalar_text(value);
   } else if constexpr (std::is_integral_v<T>) {
     const auto parsed = string ? config_detail::python_int(text) : config_detail::parse_int(text);
-    if (!scalar || !parsed || *parsed < std::numeric_limits<T>::min() ||
-        *parsed > std::numeric_limits<T>::max()) {
-      type_error(key, "an integer", value);
-    }
+    if (!scalar || !parsed) type_error(key, "an integer", value);
+    // An integer the setting's type cannot hold (dist.timeout_s=10000000000 in an int).
+    if (*parsed > std::numeric_limits<T>::max())
+      throw ConfigError(
+          key + ": " + text + " is too large (at most " + std::to_string(std::numeric_limits<T>::max()) +
+          ")");
+    if (*parsed < std::numeric_limits<T>::min())
+      throw ConfigError(
+          key + ": " + text + " is too small (at least " + std::to_string(std::numeric_limits<T>::min()) +
+          ")");
     return static_cast<T>(*parsed);
   } else {
     const auto parsed = string ? config_detail::python_float(text) : config_detail::parse_float(text);

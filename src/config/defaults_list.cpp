@@ -10,8 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion, which yaml.h leaves out
-
 #include "base/text.h"
 #include "config/text_cursor.h"
 #include "config/yaml_tree.h"
@@ -202,19 +200,6 @@ void check_duplicate_keys(const YAML::Node& node, const fs::path& file) {
           it->first.Scalar() + "'");
     }
     check_duplicate_keys(it->second, file);
-  }
-}
-
-YAML::Node parse_yaml(const std::string& text, const fs::path& file) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::DeepRecursion& error) {
-    // yaml-cpp's own message is "bad file".
-    throw ConfigError(
-        file.string() + ":" + std::to_string(error.mark.line + 1) +
-        ": the YAML nests too deep (yaml-cpp stops at " + std::to_string(error.depth()) + " levels)");
-  } catch (const YAML::ParserException& error) {
-    throw ConfigError(file.string() + ":" + std::to_string(error.mark.line + 1) + ": " + error.msg);
   }
 }
 
@@ -784,7 +769,7 @@ const ConfigFile* ConfigRepository::load(const std::string& config_path) {
   const std::string text = read_text(file);
   ConfigFile loaded;
   loaded.package_header = package_header(text, file);
-  YAML::Node root = parse_yaml(text, file);
+  YAML::Node root = parse_yaml(text, file.string());
   check_expanded_size(root, file.string());
   if (root.IsNull()) root.reset(YAML::Node(YAML::NodeType::Map));
   if (!root.IsMap())

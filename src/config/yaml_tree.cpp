@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <functional>
 
+#include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion, which yaml.h leaves out
+
 #include "base/text.h"
 #include "config/config.h"
 #include "config/text_cursor.h"
@@ -338,6 +340,18 @@ void check_expanded_size(const YAML::Node& root, const std::string& where) {
     }
   };
   visit(root, 0);
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& where) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& error) {
+    throw ConfigError(
+        where + ":" + std::to_string(error.mark.line + 1) + ": the YAML nests too deep (yaml-cpp stops at " +
+        std::to_string(error.depth()) + " levels)");
+  } catch (const YAML::ParserException& error) {
+    throw ConfigError(where + ":" + std::to_string(error.mark.line + 1) + ": " + error.msg);
+  }
 }
 
 std::optional<bool> parse_bool(const std::string& text) {

@@ -97,4 +97,8 @@ constexpr int64_t kMaxYamlValues = 100000;
 constexpr int kMaxYamlDepth = 512;
 void check_expanded_size(const YAML::Node& root, const std::string& where);
 
+// `text` parsed as YAML; malformed YAML, or YAML nested past yaml-cpp's 500 levels (whose own
+// message is "bad file"), is a ConfigError naming `where` and the line.
+YAML::Node parse_yaml(const std::string& text, const std::string& where);
+
 }  // namespace saccade::config_detail

@@ -9,6 +9,7 @@
 #include "base/text.h"
 #include "config/yaml_tree.h"
 #include "io/log.h"
+#include "models/architecture_keys.h"
 #include "models/checkpoint.h"
 
 namespace saccade {
@@ -25,7 +26,39 @@ YAML::Node read_yaml(const std::filesystem::path& path) {
   }
 }
 
-// Today's defaults with the run's choices, the saved config over them, the caller's overrides.
+// A group the caller switches away from the one the run is composed with: the saved config,
+// merged over the group's values, would hide the switch. ConfigError naming both options.
+void refuse_group_switches(
+    const Composition& trained, const Composition& given, const std::filesystem::path& run_dir) {
+  const auto option_of = [](const Composition& composition, const std::string& group) -> std::string {
+    for (const auto& [name, option] : composition.choices) {
+      if (name == group) return option.value_or("null");
+    }
+    return "null";
+  };
+  for (const auto& [group, option] : given.choices) {
+    const std::string was = option_of(trained, group), is = option.value_or("null");
+    if (was == is) continue;
+    throw ConfigError(
+        group + "=" + is + ": the trained run " + run_dir.string() + " is composed with " + group + "=" +
+        was + "; a trained run's config groups cannot be switched (its saved config decides the model)");
+  }
+}
+
+// An override of a key that decides the checkpoint's model (models/architecture_keys.h): where
+// the weight shapes still fit, it would load and silently compute something else.
+void refuse_architecture_changes(
+    const Config& trained, const Config& given, const std::filesystem::path& run_dir) {
+  const auto difference = architecture_difference(trained, given);
+  if (!difference) return;
+  throw ConfigError(
+      difference->key + "=" + difference->given + " changes the model of the trained run " +
+      run_dir.string() + ", which has " + difference->key + "=" + difference->trained +
+      "; a trained run's architecture keys cannot be overridden");
+}
+
+// Today's defaults with the run's choices and the saved config over them, then the caller's
+// overrides, which may change how the model is used (decode.*), never the model.
 Config composed_over_today(
     const std::filesystem::path& run_dir,
     const YAML::Node& saved,
@@ -33,14 +66,18 @@ Config composed_over_today(
     const ComposeRequest& today) {
   ComposeRequest request = today;
   request.overrides = run_choices(run_dir, today);
-  request.overrides.insert(request.overrides.end(), today.overrides.begin(), today.overrides.end());
   request.overlay = saved;
-  const Composition composition = compose(request);
-  for (const auto& key : composition.overlay_only_keys) {
+  const Composition trained = compose(request);
+  for (const auto& key : trained.overlay_only_keys) {
     log::warn() << saved_file.string() << ": '" << key
                 << "' is not in today's configs; kept, but nothing reads it";
   }
-  return composition.config;
+  if (today.overrides.empty()) return trained.config;
+  request.overrides.insert(request.overrides.end(), today.overrides.begin(), today.overrides.end());
+  const Composition given = compose(request);
+  refuse_group_switches(trained, given, run_dir);
+  refuse_architecture_changes(trained.config, given.config, run_dir);
+  return given.config;
 }
 
 }  // namespace
@@ -92,13 +129,6 @@ TrainedRun load_trained_run(
   EncoderOptions encoder = encoder_options_from(run.config);
   encoder.weights.reset();  // the checkpoint holds every weight
   validate(encoder);
-  // Another kind of decoder would fail on its keys or on every weight's name; say what differs.
-  const DecoderKind trained = decoder_kind_from(Config(saved)), asked = decoder_kind_from(run.config);
-  if (asked != trained) {
-    throw std::runtime_error(
-        "decoder.kind=" + to_string(asked) + " does not fit the checkpoint " + run.checkpoint.string() +
-        ", which holds a " + to_string(trained) + " decoder");
-  }
   const DecoderOptions decoder = decoder_options_from(run.config);
   const auto unreadable = [&](const std::exception& error) {
     return std::runtime_error(

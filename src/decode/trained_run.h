@@ -9,9 +9,12 @@
 // run's group choices from its run.yaml, where it has one), then the run's saved config over
 // them, then the caller's overrides. A run saved before a key existed therefore loads with
 // today's default for it, and the command line still wins; a saved key today's configs do not
-// have is kept and named in a one-line warning. The model is built from that config (encoder
-// weights come from the checkpoint, never from encoder.weights) and loaded from
-// <run>/checkpoints/best (or last), in eval mode.
+// have is kept and named in a one-line warning. The overrides may change how the model is used
+// (decode.*, eval.*, runtime.*), never the model: a group switch (decoder=soft on a Transformer
+// run) or an architecture key (models/architecture_keys.h: decoder.heads, encoder.grid) that
+// differs from the run's is refused in one line naming both values, before anything is loaded.
+// The model is built from that config (encoder weights come from the checkpoint, never from
+// encoder.weights) and loaded from <run>/checkpoints/best (or last), in eval mode.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +54,7 @@ std::vector<std::string> run_choices(const std::filesystem::path& run_dir, const
 // with). `today` names the config folder, primary config and the caller's overrides. Throws
 // std::invalid_argument for another checkpoint name, std::runtime_error (one line) for a missing
 // or incomplete checkpoint or weights that do not fit its config and vocabulary; ConfigError for
-// bad overrides or values.
+// bad overrides or values, a group switch or an architecture key override.
 TrainedRun load_trained_run(
     const std::filesystem::path& run_dir,
     const ComposeRequest& today,

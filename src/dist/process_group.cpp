@@ -6,9 +6,6 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "device/torch_compat.h"
-#if SACCADE_TORCH_AT_LEAST(2, 1)
-#include <torch/csrc/distributed/c10d/TCPStoreBackend.hpp>
-#endif
 // USE_C10D_NCCL comes with a CUDA LibTorch's CMake targets; nccl.h with NCCL's own package (a pip
 // PyTorch keeps it in nvidia/nccl/include, see scripts/gpu_check.sh). Without both, Gloo carries
 // CUDA tensors too.
@@ -20,7 +17,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <map>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
+
+#include "base/text.h"
+#include "dist/join_watchdog.h"
 
 namespace saccade {
 namespace {
@@ -51,6 +55,178 @@ void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, i
   } catch (const std::exception& error) {
     rethrow("rank " + std::to_string(rank) + ", " + what, error);
   }
+}
+
+// Runs one step of joining, described by `doing` ("rank 1 could not reach the rendezvous at
+// ..."), which the watchdog reports should the step hang. What it throws becomes one line,
+// "<doing>: <cause>": a refusal of the job's settings stays a std::invalid_argument (exit code
+// 2), any other failure (c10d's) becomes a std::runtime_error.
+template <typename Step>
+auto join_step(JoinWatchdog& watchdog, const std::string& doing, Step step) {
+  watchdog.set_step(doing);
+  try {
+    return step();
+  } catch (const std::invalid_argument& refusal) {
+    throw std::invalid_argument(doing + ": " + refusal.what());
+  } catch (const std::exception& error) {
+    rethrow(doing, error);
+  }
+}
+
+// The keys of saccade's rendezvous: rank 0's WORLD_SIZE, the count of ranks that joined, each
+// RANK's claims, and why a rank refused to go on (for the ranks waiting for it).
+const char* const kWorldSizeKey = "join/world_size";
+const char* const kJoinedKey = "join/joined";
+const char* const kRankClaimKey = "join/rank/";
+const char* const kRefusalKey = "join/refusal";
+constexpr std::chrono::milliseconds kPollInterval{50};
+
+std::vector<uint8_t> bytes_of(const std::string& text) {
+  return {text.begin(), text.end()};
+}
+
+std::string text_of(const std::vector<uint8_t>& bytes) {
+  return {bytes.begin(), bytes.end()};
+}
+
+// Records why this rank will not go on, for the ranks waiting in count_ranks, and throws it.
+[[noreturn]] void refuse(c10d::Store& store, const std::string& reason) {
+  try {
+    store.set(kRefusalKey, bytes_of(reason));
+  } catch (const std::exception&) {
+    // The others then wait until their timeout instead.
+  }
+  throw std::invalid_argument(reason);
+}
+
+// Asks `ready` every kPollInterval until it holds; at the watchdog's deadline throws
+// "<missing()> within dist.timeout_s = N s".
+void poll_until(
+    const JoinWatchdog& watchdog,
+    const std::function<bool()>& ready,
+    const std::function<std::string()>& missing) {
+  while (!ready()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= watchdog.deadline())
+      throw std::runtime_error(missing() + " within " + watchdog.timeout_text());
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(kPollInterval, watchdog.deadline() - now));
+  }
+}
+
+// Rank 0 publishes its WORLD_SIZE; every other rank waits for it (under torchrun rank 0 may
+// start later) and refuses to go on with another one: Gloo would fail deep inside instead.
+void agree_on_world_size(c10d::Store& store, const DistOptions& options, const JoinWatchdog& watchdog) {
+  const std::string world_size = std::to_string(options.world_size);
+  if (options.rank == 0) {
+    store.set(kWorldSizeKey, bytes_of(world_size));
+    return;
+  }
+  poll_until(
+      watchdog, [&] { return store.check({kWorldSizeKey}); },
+      [] { return std::string("rank 0 did not join"); });
+  const std::string rank0_world_size = text_of(store.get(kWorldSizeKey));
+  if (rank0_world_size != world_size) {
+    refuse(
+        store, "rank " + std::to_string(options.rank) + " was started with WORLD_SIZE=" + world_size +
+                   " and rank 0 with WORLD_SIZE=" + rank0_world_size);
+  }
+}
+
+// Every rank claims its RANK and counts itself in, then waits until WORLD_SIZE ranks have, or
+// until a rank records a refusal.
+void count_ranks(c10d::Store& store, const DistOptions& options, const JoinWatchdog& watchdog) {
+  const std::string rank = std::to_string(options.rank), world_size = std::to_string(options.world_size);
+  if (store.add(kRankClaimKey + rank, 1) > 1) refuse(store, "two processes were started with RANK=" + rank);
+  int64_t joined = store.add(kJoinedKey, 1);
+  const auto all_joined = [&] {
+    if (store.check({kRefusalKey})) throw std::invalid_argument(text_of(store.get(kRefusalKey)));
+    joined = store.add(kJoinedKey, 0);
+    if (joined > options.world_size) {
+      refuse(
+          store, std::to_string(joined) + " processes joined a job of WORLD_SIZE=" + world_size +
+                     " (another job on the same MASTER_PORT?)");
+    }
+    return joined == options.world_size;
+  };
+  poll_until(
+      watchdog, all_joined, [&] { return std::to_string(joined) + " of " + world_size + " ranks joined"; });
+}
+
+// A TCPStore on LibTorch's default server: from 2.4 on, libuv's, which a build without libuv
+// (Debian's) refuses outright, before binding or connecting; there the classic server serves.
+c10::intrusive_ptr<c10d::TCPStore> make_tcp_store(const std::string& host, c10d::TCPStoreOptions options) {
+#if SACCADE_TORCH_AT_LEAST(2, 1)
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const std::exception& error) {
+    if (!options.useLibUV || std::string(error.what()).find("libuv") == std::string::npos) throw;
+    options.useLibUV = false;
+  }
+#endif
+  return c10::make_intrusive<c10d::TCPStore>(host, options);
+}
+
+// The job's store: rank 0 hosts it on MASTER_ADDR:MASTER_PORT (under torchrun the agent does),
+// and every rank is a client. Its first answer proves that a store listens there.
+c10::intrusive_ptr<c10d::Store> open_store(const DistOptions& options, bool agent_hosts) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(options.master_port);
+  store_options.isServer = options.rank == 0 && !agent_hosts;
+  // Not numWorkers: count_ranks counts the ranks, to the deadline and with a message, where
+  // LibTorch 2.x would first sleep up to numWorkers milliseconds (100 s for WORLD_SIZE=100000).
+  store_options.waitWorkers = false;
+  store_options.timeout = options.timeout;
+  c10::intrusive_ptr<c10d::Store> store = make_tcp_store(options.master_addr, store_options);
+  if (agent_hosts) {
+    // Each restart of the workers uses its own keys, as PyTorch's env:// rendezvous does.
+    const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+    store = c10::make_intrusive<c10d::PrefixStore>(
+        std::string("/worker/attempt_") + (attempt != nullptr ? attempt : "0"), store);
+  }
+  store = c10::make_intrusive<c10d::PrefixStore>("saccade/", store);
+  store->check({kWorldSizeKey});  // a first round trip: connecting proves only that a port listens
+  return store;
+}
+
+c10::intrusive_ptr<c10d::ProcessGroupGloo> connect_gloo(
+    const c10::intrusive_ptr<c10d::Store>& store, const DistOptions& options) {
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
+  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+  gloo_options->devices.push_back(
+      interface != nullptr && *interface != '\0' ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
+                                                 : c10d::ProcessGroupGloo::createDefaultDevice());
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size, gloo_options);
+}
+
+// A job's "key=value" lines as key -> value; their keys, in order, added to `keys`.
+std::map<std::string, std::string> job_settings(const std::string& job, std::vector<std::string>& keys) {
+  std::map<std::string, std::string> values;
+  std::istringstream lines(job);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t equals = line.find('=');
+    const std::string key = line.substr(0, equals);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    values[key] = equals == std::string::npos ? "" : line.substr(equals + 1);
+  }
+  return values;
+}
+
+// Where two jobs differ first: "at decoder.hidden_dim (48 on rank 1, 32 on rank 0)".
+std::string first_difference(const std::string& rank0_job, const std::string& other_job, int other_rank) {
+  std::vector<std::string> keys;
+  const auto rank0_values = job_settings(rank0_job, keys), other_values = job_settings(other_job, keys);
+  const auto value_of = [](const std::map<std::string, std::string>& values, const std::string& key) {
+    const auto found = values.find(key);
+    return found == values.end() ? std::string("(not set)") : found->second;
+  };
+  for (const std::string& key : keys) {
+    const std::string rank0_value = value_of(rank0_values, key), other_value = value_of(other_values, key);
+    if (rank0_value != other_value)
+      return "at " + key + " (" + other_value + " on rank " + std::to_string(other_rank) + ", " +
+             rank0_value + " on rank 0)";
+  }
+  return "in the order of its settings";
 }
 
 }  // namespace
@@ -107,52 +283,51 @@ void validate(const DistOptions& options) {
 ProcessGroup::ProcessGroup(const DistOptions& options, c10::Device device) : options_(options) {
   validate(options_);
   if (options_.world_size == 1) return;
-  backend_ = std::make_unique<Backend>();
+  const std::string this_rank = "rank " + std::to_string(options_.rank);
   const std::string where = options_.master_addr + ":" + std::to_string(options_.master_port);
-  // Under torchrun the agent already hosts the store on MASTER_PORT: every rank is a client, and
-  // each restart of the workers uses its own keys (as PyTorch's env:// rendezvous does).
+  // Under torchrun the agent already hosts the store on MASTER_PORT: every rank is a client.
   const char* agent_store = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
   const bool agent_hosts = agent_store != nullptr && std::string(agent_store) == "True";
-  c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<std::uint16_t>(options_.master_port);
-  store_options.isServer = options_.rank == 0 && !agent_hosts;
-  store_options.numWorkers = static_cast<std::size_t>(options_.world_size);
-  store_options.waitWorkers = true;
-  store_options.timeout = options_.timeout;
-#if SACCADE_TORCH_AT_LEAST(2, 1)
-  // LibTorch >= 2.4 asks for the libuv server by default, which a build without libuv (Debian's)
-  // refuses outright: use it exactly when the build has it.
-  store_options.useLibUV = c10d::detail::is_libuv_tcpstore_backend_available();
-#endif
+  const std::string reach = this_rank + " could not " +
+                            (options_.rank == 0 && !agent_hosts ? "host" : "reach") + " the rendezvous at " +
+                            where + " (WORLD_SIZE=" + std::to_string(options_.world_size) + ")";
+  JoinWatchdog watchdog(options_.timeout, reach);
+  backend_ = std::make_unique<Backend>();
   try {
-    c10::intrusive_ptr<c10d::Store> store =
-        c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
-    if (agent_hosts) {
-      const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
-      store = c10::make_intrusive<c10d::PrefixStore>(
-          std::string("/worker/attempt_") + (attempt != nullptr ? attempt : "0"), store);
+    backend_->store = join_step(watchdog, reach, [&] { return open_store(options_, agent_hosts); });
+    join_step(watchdog, this_rank + " could not form the job at " + where, [&] {
+      agree_on_world_size(*backend_->store, options_, watchdog);
+      count_ranks(*backend_->store, options_, watchdog);
+    });
+    backend_->gloo = join_step(watchdog, this_rank + " could not connect to its peers through " + where, [&] {
+      return connect_gloo(backend_->store, options_);
+    });
+    watchdog.set_step(this_rank + " could not compare its kind of device with its peers'");
+    require_same_device_kind(device);
+#ifdef SACCADE_WITH_NCCL
+    if (device.is_cuda()) {
+      watchdog.set_step(this_rank + " could not set up NCCL through " + where);
+      c10::cuda::set_device(device.index());  // NCCL's communicators use the current device
+      // Collectives then block in wait() and fail there, within the timeout, with a message,
+      // instead of NCCL's watchdog aborting the process.
+      setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = options_.timeout;
+      backend_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+          c10::make_intrusive<c10d::PrefixStore>("nccl/", backend_->store), options_.rank,
+          options_.world_size, nccl_options);
     }
-    backend_->store = c10::make_intrusive<c10d::PrefixStore>("saccade/", store);
-  } catch (const std::exception& error) {
-    rethrow(
-        "rank " + std::to_string(options_.rank) + " could not " +
-            (store_options.isServer ? "host" : "reach") + " the rendezvous at " + where +
-            " (WORLD_SIZE=" + std::to_string(options_.world_size) + ")",
-        error);
+#endif
+  } catch (...) {
+    // c10d's threads end while the watchdog still turns their failures (junk from a peer that is
+    // no store) into one line.
+    backend_.reset();
+    throw;
   }
-  auto gloo_options = c10d::ProcessGroupGloo::Options::create(options_.timeout);
-  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-  gloo_options->devices.push_back(
-      interface != nullptr && *interface != '\0' ? c10d::ProcessGroupGloo::createDeviceForInterface(interface)
-                                                 : c10d::ProcessGroupGloo::createDefaultDevice());
-  try {
-    backend_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        backend_->store, options_.rank, options_.world_size, gloo_options);
-  } catch (const std::exception& error) {
-    rethrow(
-        "rank " + std::to_string(options_.rank) + " could not connect to its peers through " + where, error);
-  }
-  // Every rank must hand its tensors to the same backend: refuse ranks on different kinds of device.
+}
+
+// Every rank must hand its tensors to the same backend: refuses ranks on different kinds of device.
+void ProcessGroup::require_same_device_kind(c10::Device device) {
   const std::vector<std::string> kinds = all_gather(c10::DeviceTypeName(device.type(), /*lower_case=*/true));
   for (int r = 0; r < size(); ++r) {
     if (kinds[r] != kinds[0]) {
@@ -161,19 +336,6 @@ ProcessGroup::ProcessGroup(const DistOptions& options, c10::Device device) : opt
           ": every rank needs the same kind of device (runtime.device, and a GPU for each worker)");
     }
   }
-#ifdef SACCADE_WITH_NCCL
-  if (device.is_cuda()) {
-    c10::cuda::set_device(device.index());  // NCCL's communicators use the current device
-    // Collectives then block in wait() and fail there, within the timeout, with a message, instead
-    // of NCCL's watchdog aborting the process.
-    setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
-    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-    nccl_options->timeout = options_.timeout;
-    backend_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
-        c10::make_intrusive<c10d::PrefixStore>("nccl/", backend_->store), options_.rank, options_.world_size,
-        nccl_options);
-  }
-#endif
 }
 
 ProcessGroup::~ProcessGroup() = default;
@@ -221,6 +383,21 @@ std::vector<std::string> ProcessGroup::all_gather(const std::string& text) {
     texts.emplace_back(data, data + lengths[0][r].item<int64_t>());
   }
   return texts;
+}
+
+void ProcessGroup::require_same_job(const std::string& job) {
+  if (!backend_) return;
+  // A digest first: the whole texts only travel when they differ.
+  const std::vector<std::string> digests = all_gather(hex_digest(fnv1a(job.data(), job.size())));
+  const auto differing = std::find_if(
+      digests.begin(), digests.end(), [&](const std::string& digest) { return digest != digests.front(); });
+  if (differing == digests.end()) return;
+  const int other_rank = static_cast<int>(differing - digests.begin());
+  const std::vector<std::string> jobs = all_gather(job);
+  throw std::invalid_argument(
+      "rank " + std::to_string(other_rank) + "'s job differs from rank 0's " +
+      first_difference(jobs.front(), jobs[other_rank], other_rank) +
+      ": start every rank with the same command line, config and dataset files");
 }
 
 std::string ProcessGroup::backend_for(c10::Device device) const {

@@ -7,10 +7,12 @@
 //   group.broadcast(parameters);            // rank 0's values everywhere, in place
 //   group.all_reduce_sum(gradients);        // the sum over ranks, in place
 //   std::vector<std::string> all = group.all_gather("rank's text");   // in rank order
+//   group.require_same_job("decoder.hidden_dim=32\ntrain.lr=0.001");   // throws naming a difference
 //
 // A world of size 1 needs no peers: every call returns at once with the single process's values.
 // A peer that never joins, or dies, makes the others' calls fail within the timeout with a
-// std::runtime_error naming what was being waited for.
+// std::runtime_error naming what was being waited for. Joining is bounded by the timeout even
+// where c10d's calls are not (a peer that accepts and never answers): see dist/join_watchdog.h.
 #pragma once
 
 #include <chrono>
@@ -47,9 +49,13 @@ void validate(const DistOptions& options);
 class ProcessGroup {
  public:
   // Joins the job: rank 0 listens on master_addr:master_port, every rank connects and waits for
-  // all of them. Throws std::runtime_error (one line) when the port is taken or a peer does not
-  // join within the timeout. With a CUDA `device` (this rank's GPU), CUDA tensors go through
-  // NCCL where LibTorch was built with it, through Gloo otherwise; CPU tensors always through Gloo.
+  // all of them. Throws std::runtime_error (one line, "rank R could not ...: cause") when the port
+  // is taken, the address does not resolve or a peer does not join within the timeout, and
+  // std::invalid_argument when the ranks disagree on WORLD_SIZE or two share a RANK. Where c10d
+  // hangs or fails in a thread of its own, the process ends with such a line (exit code 1) a
+  // second past the timeout at the latest. With a CUDA `device` (this rank's GPU), CUDA tensors go
+  // through NCCL where LibTorch was built with it, through Gloo otherwise; CPU tensors always
+  // through Gloo.
   explicit ProcessGroup(const DistOptions& options, c10::Device device = c10::Device(c10::DeviceType::CPU));
   ~ProcessGroup();
 
@@ -65,10 +71,17 @@ class ProcessGroup {
   std::vector<std::string> all_gather(const std::string& text);
   // Waits until every rank has called it.
   void barrier();
+  // Throws std::invalid_argument, the same line on every rank, unless every rank passes the same
+  // `job` ("key=value" lines: what must not differ between ranks). It names the first key that
+  // differs, with both values: "rank 1's job differs from rank 0's at decoder.hidden_dim (48 on
+  // rank 1, 32 on rank 0): ...".
+  void require_same_job(const std::string& job);
   // "NCCL" or "Gloo": the backend that carries tensors on `device`.
   std::string backend_for(c10::Device device) const;
 
  private:
+  void require_same_device_kind(c10::Device device);
+
   struct Backend;
   DistOptions options_;
   std::unique_ptr<Backend> backend_;  // null for a world of one

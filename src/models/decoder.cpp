@@ -16,6 +16,7 @@
 #include "kernels/lstm_cell.h"
 #include "kernels/packed_linear.h"
 #include "kernels/time_shared.h"
+#include "models/architecture_keys.h"
 #include "models/transformer_decoder.h"
 
 namespace saccade {
@@ -71,30 +72,41 @@ AttentionOptions DecoderOptions::attention() const {
   return options;
 }
 
-DecoderOptions decoder_options_from(const Config& config) {
+DecoderOptions decoder_options_from(const Config& config, ArchitectureKeys* architecture) {
+  const auto shaping = [architecture](const char* key) {
+    return ArchitectureKeys::record(architecture, key);
+  };
   DecoderOptions options;
+  shaping("decoder.kind");  // read by decoder_kind_from
   options.kind = decoder_kind_from(config);
+  // Dropout, the hard-attention expectation share and the maps layer act in training or in what
+  // is drawn, never on the captions of a trained model: not architecture keys.
   options.dropout = config.get<double>("decoder.dropout");
   if (options.kind == DecoderKind::transformer) {
-    options.layers = config.get<int64_t>("decoder.layers");
-    options.heads = config.get<int64_t>("decoder.heads");
-    options.model_dim = config.get<int64_t>("decoder.dim");
-    options.ffn_dim = config.get<int64_t>("decoder.ffn_dim");
-    options.tied_embeddings = config.get<bool>("decoder.tied_embeddings");
+    options.layers = config.get<int64_t>(shaping("decoder.layers"));
+    options.heads = config.get<int64_t>(shaping("decoder.heads"));
+    options.model_dim = config.get<int64_t>(shaping("decoder.dim"));
+    options.ffn_dim = config.get<int64_t>(shaping("decoder.ffn_dim"));
+    options.tied_embeddings = config.get<bool>(shaping("decoder.tied_embeddings"));
     options.maps_layer = config.get<int64_t>("decoder.maps_layer");
     return options;
   }
-  options.embed_dim = config.get<int64_t>("decoder.embed_dim");
-  options.hidden_dim = config.get<int64_t>("decoder.hidden_dim");
-  options.attention_kind = config.get<std::string>("decoder.attention.kind");
-  options.attention_dim = config.get<int64_t>("decoder.attention.dim");
-  options.attention_heads = config.get<int64_t>("decoder.attention.heads");
-  options.attention_window = config.get<int64_t>("decoder.attention.window");
-  options.attention_centre = config.get_parsed("decoder.attention.centre", parse_local_centre);
-  options.attention_mode = config.get_parsed("decoder.attention.mode", parse_attention_mode);
+  options.embed_dim = config.get<int64_t>(shaping("decoder.embed_dim"));
+  options.hidden_dim = config.get<int64_t>(shaping("decoder.hidden_dim"));
+  options.attention_kind = config.get<std::string>(shaping("decoder.attention.kind"));
+  // Another attention kind's options shape nothing.
+  const auto shaping_for = [&](const char* kind, const char* key) {
+    return options.attention_kind == kind ? shaping(key) : key;
+  };
+  options.attention_dim = config.get<int64_t>(shaping("decoder.attention.dim"));
+  options.attention_heads = config.get<int64_t>(shaping_for("multihead", "decoder.attention.heads"));
+  options.attention_window = config.get<int64_t>(shaping_for("local", "decoder.attention.window"));
+  options.attention_centre =
+      config.get_parsed(shaping_for("local", "decoder.attention.centre"), parse_local_centre);
+  options.attention_mode = config.get_parsed(shaping("decoder.attention.mode"), parse_attention_mode);
   options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
-  options.gate = config.get_parsed("decoder.gate", parse_gate);
-  options.deep_output = config.get<bool>("decoder.deep_output");
+  options.gate = config.get_parsed(shaping("decoder.gate"), parse_gate);
+  options.deep_output = config.get<bool>(shaping("decoder.deep_output"));
   return options;
 }
 

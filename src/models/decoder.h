@@ -54,6 +54,7 @@
 
 namespace saccade {
 
+class ArchitectureKeys;
 class Config;
 
 // How much of the context passes into the LSTM (paper Sec. 4.2.1, "beta").
@@ -151,7 +152,8 @@ struct DecoderOptions {
 // gate, deep_output, dropout}, for the Transformer decoder.{layers, heads, dim, ffn_dim, dropout,
 // tied_embeddings, maps_layer}. vocab_size, annotation_dim and grid stay unset: the caller sets
 // them from the vocabulary and the encoder. Throws ConfigError for a missing key or a bad value.
-DecoderOptions decoder_options_from(const Config& config);
+// Records the keys that shape the model in `architecture`, when given (models/architecture_keys.h).
+DecoderOptions decoder_options_from(const Config& config, ArchitectureKeys* architecture = nullptr);
 
 // Throws std::invalid_argument, one sentence per broken rule.
 void validate(const DecoderOptions& options);

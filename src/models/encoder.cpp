@@ -14,6 +14,7 @@
 #include "io/safetensors.h"
 #include "kernels/inference_precision.h"
 #include "kernels/kernel_isa.h"
+#include "models/architecture_keys.h"
 #include "models/conv_batchnorm.h"
 #include "models/resnet.h"
 #include "models/small_cnn.h"
@@ -33,25 +34,30 @@ at::ScalarType onednn_activations() {
 
 }  // namespace
 
-EncoderOptions encoder_options_from(const Config& cfg) {
+EncoderOptions encoder_options_from(const Config& cfg, ArchitectureKeys* architecture) {
+  const auto shaping = [architecture](const char* key) {
+    return ArchitectureKeys::record(architecture, key);
+  };
   EncoderOptions options;
-  options.name = cfg.get<std::string>("encoder.name");
+  options.name = cfg.get<std::string>(shaping("encoder.name"));
+  // Not architecture keys: a checkpoint's weights replace the initial ones, and which blocks
+  // train does not change what a trained model computes.
   options.weights = cfg.get_optional<std::string>("encoder.weights");
   options.trainable_blocks = cfg.get<int64_t>("encoder.trainable_blocks");
-  if (const auto grid = cfg.get_optional<std::vector<int64_t>>("encoder.grid")) {
+  if (const auto grid = cfg.get_optional<std::vector<int64_t>>(shaping("encoder.grid"))) {
     if (grid->size() != 2) {
       throw ConfigError(
           "encoder.grid must be [H, W] or null, got a list of " + std::to_string(grid->size()) + " values");
     }
     options.grid = std::array<int64_t, 2>{(*grid)[0], (*grid)[1]};
   }
-  options.position = cfg.get_parsed("encoder.position", parse_grid_position);
-  options.refiner = refiner_options_from(cfg);
+  options.position = cfg.get_parsed(shaping("encoder.position"), parse_grid_position);
+  options.refiner = refiner_options_from(cfg, architecture);
   if (options.name == "small_cnn") {
-    options.channels = cfg.get<std::vector<int64_t>>("encoder.channels");
+    options.channels = cfg.get<std::vector<int64_t>>(shaping("encoder.channels"));
     // Absent from the configs of runs saved before the option existed.
     if (cfg.has("encoder.output_stride"))
-      options.output_stride = cfg.get_optional<int64_t>("encoder.output_stride");
+      options.output_stride = cfg.get_optional<int64_t>(shaping("encoder.output_stride"));
   }
   if (options.name == "torchscript") {
     options.path = cfg.get<std::string>("encoder.path");

@@ -45,6 +45,8 @@
 
 namespace saccade {
 
+class ArchitectureKeys;
+
 struct EncoderOptions {
   // Registry name: small_cnn, resnet18, resnet34, resnet50, resnet101, resnet152, vgg16, vgg19,
   // torchscript, or any name added to encoder_registry().
@@ -78,8 +80,9 @@ struct EncoderOptions {
 
 // Reads `encoder.*`: name, weights, trainable_blocks, grid, position, refiner, plus channels and
 // output_stride (small_cnn) or path and probe_size (torchscript). Throws ConfigError for a missing or
-// ill-typed key.
-EncoderOptions encoder_options_from(const Config& cfg);
+// ill-typed key. Records the keys that shape the model in `architecture`, when given
+// (models/architecture_keys.h).
+EncoderOptions encoder_options_from(const Config& cfg, ArchitectureKeys* architecture = nullptr);
 
 // What an encoder's annotations depend on, recorded with a feature cache and compared when one is
 // used: the encoder's name, grid and channels, a digest of its weights (or TorchScript module)

@@ -11,6 +11,7 @@
 #include "base/enum_names.h"
 #include "config/config.h"
 #include "kernels/attention_kernels.h"
+#include "models/architecture_keys.h"
 #include "models/grid_position.h"
 
 namespace saccade {
@@ -183,15 +184,20 @@ RefinerPosition parse_refiner_position(const std::string& name) {
   return kRefinerPositionNames.parse(name);
 }
 
-RefinerOptions refiner_options_from(const Config& config) {
+RefinerOptions refiner_options_from(const Config& config, ArchitectureKeys* architecture) {
+  const auto shaping = [architecture](const char* key) {
+    return ArchitectureKeys::record(architecture, key);
+  };
   RefinerOptions options;
   if (!config.has("encoder.refiner")) return options;
-  options.kind = config.get<std::string>("encoder.refiner.kind");
-  options.layers = config.get<int64_t>("encoder.refiner.layers");
-  options.heads = config.get<int64_t>("encoder.refiner.heads");
-  options.ffn_dim = config.get<int64_t>("encoder.refiner.ffn_dim");
+  options.kind = config.get<std::string>(shaping("encoder.refiner.kind"));
+  // Without a refiner its other keys shape nothing.
+  const auto refining = [&](const char* key) { return options.enabled() ? shaping(key) : key; };
+  options.layers = config.get<int64_t>(refining("encoder.refiner.layers"));
+  options.heads = config.get<int64_t>(refining("encoder.refiner.heads"));
+  options.ffn_dim = config.get<int64_t>(refining("encoder.refiner.ffn_dim"));
   options.dropout = config.get<double>("encoder.refiner.dropout");
-  options.position = config.get_parsed("encoder.refiner.position", parse_refiner_position);
+  options.position = config.get_parsed(refining("encoder.refiner.position"), parse_refiner_position);
   return options;
 }
 

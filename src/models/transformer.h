@@ -42,6 +42,7 @@
 
 namespace saccade {
 
+class ArchitectureKeys;
 class Config;
 
 // x [..., K] W^T + b through `packed` (which takes rows [M, K]): torch's linear where a gradient
@@ -179,8 +180,9 @@ struct RefinerOptions {
 
 // Reads encoder.refiner.{kind, layers, heads, ffn_dim, dropout, position}; a config without
 // encoder.refiner (a run saved before it existed) has none. Throws ConfigError for a missing key
-// or a bad value.
-RefinerOptions refiner_options_from(const Config& config);
+// or a bad value. Records the keys that shape the model in `architecture`, when given
+// (models/architecture_keys.h).
+RefinerOptions refiner_options_from(const Config& config, ArchitectureKeys* architecture = nullptr);
 
 // Throws std::invalid_argument, one sentence naming the key and value per broken rule: kind none
 // or transformer; layers, heads, ffn_dim >= 1; heads dividing `dim` (the annotation dim);

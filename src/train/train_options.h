@@ -85,7 +85,8 @@ struct TrainOptions {
   int64_t val_max_images = 0;               // validate on the first n images; 0 = all
   int64_t max_length = 20;      // longest caption decoded at validation, and sampled by SCST (words)
   int64_t sample_captions = 5;  // test images captioned in the final summary; 0 = none
-  std::optional<std::filesystem::path> resume;  // a run folder whose checkpoints/last to continue
+  // A run folder whose checkpoints/last to continue; its architecture keys must be this run's.
+  std::optional<std::filesystem::path> resume;
   // A run folder whose checkpoints/best weights start this run (a fresh optimizer, schedule and
   // epoch count); its vocabulary and architecture must be this run's. Ignored when resuming.
   std::optional<std::filesystem::path> init_from;

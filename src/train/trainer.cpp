@@ -21,6 +21,7 @@
 #include "io/temporaries.h"
 #include "models/weights.h"
 #include "train/fused_adam.h"
+#include "train/warm_start.h"
 
 namespace saccade {
 namespace {
@@ -85,73 +86,6 @@ std::string parameter_digest(const torch::nn::Module& module) {
 
 bool augments(const AugmentOptions& augment) {
   return augment.hflip > 0 || augment.brightness > 0 || augment.contrast > 0;
-}
-
-// The keys that decide a model's weights and what it computes with them: train.init_from refuses
-// a run that differs in one (a saved config that lacks a key is not compared on it).
-const std::vector<std::string>& architecture_keys() {
-  static const std::vector<std::string> keys = {"encoder.name",           "encoder.refiner.kind",
-                                                "decoder.kind",           "decoder.embed_dim",
-                                                "decoder.hidden_dim",     "decoder.attention.kind",
-                                                "decoder.attention.dim",  "decoder.attention.heads",
-                                                "decoder.attention.mode", "decoder.gate",
-                                                "decoder.deep_output",    "decoder.layers",
-                                                "decoder.heads",          "decoder.dim",
-                                                "decoder.ffn_dim",        "decoder.tied_embeddings"};
-  return keys;
-}
-
-std::string yaml_text(const Config& config, const std::string& key) {
-  YAML::Emitter out;
-  out << YAML::Flow << config.resolved(key);
-  return out.c_str();
-}
-
-// Loads `run`'s checkpoints/best weights into `model`, after checking that they were trained with
-// this run's vocabulary and architecture. Throws std::invalid_argument, one line naming
-// train.init_from, for anything that stops it (a missing or unreadable checkpoint included).
-void initialize_from(
-    const std::filesystem::path& run,
-    torch::nn::Module& model,
-    const Vocabulary& vocabulary,
-    const std::string& config_yaml) {
-  const std::filesystem::path checkpoint = run / "checkpoints" / "best";
-  try {
-    check_checkpoint(checkpoint);
-    const Vocabulary theirs = load_checkpoint_vocabulary(checkpoint);
-    if (!(theirs == vocabulary)) {
-      std::string difference =
-          "sizes " + std::to_string(theirs.size()) + " and " + std::to_string(vocabulary.size());
-      for (int64_t id = 0; id < std::min(theirs.size(), vocabulary.size()); ++id) {
-        if (theirs.word(id) != vocabulary.word(id)) {
-          difference = "word " + std::to_string(id) + " is '" + theirs.word(id) + "' there, '" +
-                       vocabulary.word(id) + "' here";
-          break;
-        }
-      }
-      throw std::invalid_argument(
-          "its vocabulary differs from the one this run's data builds (" + difference +
-          "). HINT: use the run's dataset and dataset.vocabulary settings");
-    }
-    const Config saved(YAML::LoadFile(CheckpointFiles{checkpoint}.config().string()));
-    const Config ours(YAML::Load(config_yaml));
-    for (const auto& key : architecture_keys()) {
-      if (!saved.has(key) || !ours.has(key)) continue;
-      const std::string was = yaml_text(saved, key), is = yaml_text(ours, key);
-      if (was != is) {
-        throw std::invalid_argument(
-            "it was trained with " + key + "=" + was + ", this run has " + key + "=" + is + ". HINT: set " +
-            key + "=" + was);
-      }
-    }
-    const TrainState initial = load_checkpoint(checkpoint, model, nullptr);
-    log::info() << "Starting from the weights of " << run.string() << " (epoch " << initial.epoch
-                << (initial.best_metric ? ", validation " + std::to_string(*initial.best_metric)
-                                        : std::string())
-                << ")";
-  } catch (const std::exception& error) {
-    throw std::invalid_argument("train.init_from=" + run.string() + ": " + error.what());
-  }
 }
 
 }  // namespace
@@ -259,6 +193,7 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
       options_.resume ? *options_.resume / "checkpoints" / "last" : std::filesystem::path();
   if (options_.resume) {
     check_checkpoint(resume_dir);
+    check_resumable(*options_.resume, setup_.config_yaml);
     // What a killed process of that run was writing (a checkpoint, the report, a figure): what it
     // had finished stays as it was.
     remove_stale_temporaries_within(*options_.resume);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "io/run_folder.h"
 #include "viz/svg_chart.h"
 
 namespace saccade::report {
@@ -26,14 +27,44 @@ figcaption { font-size: 13px; } .generated { font-weight: bold; } .note { color:
 pre { background: #f7f7f7; padding: 8px; font-size: 12px; overflow-x: auto; }
 )";
 
+// Throws the std::invalid_argument of a record's entry `key` that is missing or not `expected`.
+[[noreturn]] void wrong_shape(
+    const YAML::Node& value, const fs::path& file, const std::string& key, const char* expected) {
+  if (!value) throw std::invalid_argument(file.string() + ": " + key + " is missing");
+  const std::string shape = value.IsNull()       ? "null"
+                            : value.IsSequence() ? "a list"
+                            : value.IsMap()      ? "a mapping"
+                                                 : "'" + value.Scalar() + "'";
+  throw std::invalid_argument(file.string() + ": " + key + ": expected " + expected + ", got " + shape);
+}
+
 }  // namespace
 
-YAML::Node read_yaml(const fs::path& path) {
-  try {
-    return YAML::LoadFile(path.string());
-  } catch (const YAML::Exception& error) {
-    throw std::invalid_argument(path.string() + ": " + error.what());
-  }
+YAML::Node read_record(const fs::path& path) {
+  return yaml_mapping(read_yaml_file(path), path, "top level");
+}
+
+std::string yaml_string(const YAML::Node& value, const fs::path& file, const std::string& key) {
+  if (!value || !value.IsScalar()) wrong_shape(value, file, key, "a string");
+  return value.Scalar();
+}
+
+std::vector<std::string> yaml_strings(const YAML::Node& value, const fs::path& file, const std::string& key) {
+  const YAML::Node list = yaml_list(value, file, key);
+  std::vector<std::string> strings;
+  for (size_t i = 0; i < list.size(); ++i)
+    strings.push_back(yaml_string(list[i], file, key + "[" + std::to_string(i) + "]"));
+  return strings;
+}
+
+YAML::Node yaml_list(const YAML::Node& value, const fs::path& file, const std::string& key) {
+  if (!value || !value.IsSequence()) wrong_shape(value, file, key, "a list");
+  return value;
+}
+
+YAML::Node yaml_mapping(const YAML::Node& value, const fs::path& file, const std::string& key) {
+  if (!value || !value.IsMap()) wrong_shape(value, file, key, "a mapping");
+  return value;
 }
 
 std::string fixed(double value, int decimals) {
@@ -54,7 +85,7 @@ std::string number_cell(const std::optional<double>& value, int decimals) {
 
 std::string val_metric_of(const fs::path& run_dir) {
   // Looked up level by level: a config.yaml that is not a run's (no train mapping) reads the default.
-  const YAML::Node config = read_yaml(run_dir / "config.yaml");
+  const YAML::Node config = read_yaml_file(run_dir / "config.yaml");
   const YAML::Node train = config.IsMap() ? config["train"] : YAML::Node();
   const YAML::Node metric = train && train.IsMap() ? train["val_metric"] : YAML::Node();
   return metric && metric.IsScalar() ? metric.as<std::string>() : "cider_d";

@@ -25,7 +25,18 @@ namespace saccade::report {
 
 using Row = std::map<std::string, std::string>;  // a metrics.csv row, column -> text
 
-YAML::Node read_yaml(const std::filesystem::path& path);
+// A run's or a sweep's record (run.yaml, multirun.yaml) as read_yaml_file reads it: a mapping,
+// else a std::invalid_argument naming the file.
+YAML::Node read_record(const std::filesystem::path& path);
+
+// `value`, the entry `key` of the YAML file `file`, as a string, a list of strings, a list or a
+// mapping. A std::invalid_argument naming the file and key when it is missing or of another shape
+// (a file cut short: "<sweep>/multirun.yaml: jobs[1]: expected a list, got null").
+std::string yaml_string(const YAML::Node& value, const std::filesystem::path& file, const std::string& key);
+std::vector<std::string> yaml_strings(
+    const YAML::Node& value, const std::filesystem::path& file, const std::string& key);
+YAML::Node yaml_list(const YAML::Node& value, const std::filesystem::path& file, const std::string& key);
+YAML::Node yaml_mapping(const YAML::Node& value, const std::filesystem::path& file, const std::string& key);
 
 // `value` with `decimals` digits after the point ("0.8330").
 std::string fixed(double value, int decimals = 4);

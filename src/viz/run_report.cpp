@@ -34,12 +34,15 @@ using report::json_number;
 using report::naming_file;
 using report::number_cell;
 using report::read_metrics_if_any;
+using report::read_record;
 using report::read_split_scores;
-using report::read_yaml;
 using report::Row;
 using report::rows_of_kind;
 using report::series_of;
 using report::val_metric_of;
+using report::yaml_mapping;
+using report::yaml_string;
+using report::yaml_strings;
 
 struct CaptionMetric {
   const char* key;    // the metrics.csv column and the scores-file key
@@ -77,19 +80,26 @@ std::string summary_section(const fs::path& run_dir, const std::optional<Metrics
   const auto item = [&](const std::string& name, const std::string& value) {
     html += "<dt>" + xml_escape(name) + "</dt><dd>" + xml_escape(value) + "</dd>\n";
   };
-  if (fs::exists(run_dir / "run.yaml")) {
-    const YAML::Node run = read_yaml(run_dir / "run.yaml");
-    item("command", join_words(run["argv"].as<std::vector<std::string>>()));
+  const fs::path record = run_dir / "run.yaml";
+  if (fs::exists(record)) {
+    const YAML::Node run = read_record(record);
+    item("command", join_words(yaml_strings(run["argv"], record, "argv")));
     std::vector<std::string> choices;
-    for (const auto& choice : run["choices"]) {
-      const std::string value = choice.second.IsNull() ? "null" : choice.second.as<std::string>();
-      choices.push_back(choice.first.as<std::string>() + "=" + value);
+    if (const YAML::Node chosen = run["choices"]) {
+      for (const auto& choice : yaml_mapping(chosen, record, "choices")) {
+        const std::string group = yaml_string(choice.first, record, "choices");
+        const YAML::Node& option = choice.second;
+        choices.push_back(
+            group + "=" + (option.IsNull() ? "null" : yaml_string(option, record, "choices." + group)));
+      }
     }
     item("config choices", join(choices, ", "));
-    if (run["started"]) item("started", run["started"].as<std::string>());
-    if (run["host"]) item("host", run["host"].as<std::string>());
+    for (const char* key : {"started", "host"})
+      if (run[key]) item(key, yaml_string(run[key], record, key));
     if (run["version"] && run["commit"])
-      item("saccade", run["version"].as<std::string>() + " (" + run["commit"].as<std::string>() + ")");
+      item(
+          "saccade", yaml_string(run["version"], record, "version") + " (" +
+                         yaml_string(run["commit"], record, "commit") + ")");
   }
   if (metrics) {
     const auto train = rows_of_kind(*metrics, "train");

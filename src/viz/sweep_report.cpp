@@ -27,10 +27,13 @@ using report::json_number;
 using report::naming_file;
 using report::number_cell;
 using report::read_metrics_if_any;
+using report::read_record;
 using report::read_split_scores;
-using report::read_yaml;
 using report::Row;
 using report::rows_of_kind;
+using report::yaml_list;
+using report::yaml_string;
+using report::yaml_strings;
 
 // A number the comparison shows, and where it is read.
 struct ComparedNumber {
@@ -102,7 +105,7 @@ std::optional<std::map<std::string, double>> numbers_of(const fs::path& job_dir)
 
 // The seed a job ran with, as its config.yaml holds it.
 std::string seed_of(const fs::path& job_dir) {
-  const YAML::Node config = read_yaml(job_dir / "config.yaml");
+  const YAML::Node config = read_yaml_file(job_dir / "config.yaml");
   const YAML::Node seed = config.IsMap() ? config["seed"] : YAML::Node();
   return seed && seed.IsScalar() ? seed.as<std::string>() : "?";
 }
@@ -281,11 +284,13 @@ struct JobSummary {
 
 // The command line, start time and job count, from multirun.yaml.
 std::string summary_section(const fs::path& sweep_dir, size_t job_count) {
-  const YAML::Node record = read_yaml(sweep_dir / "multirun.yaml");
+  const fs::path record_path = sweep_dir / "multirun.yaml";
+  const YAML::Node record = read_record(record_path);
   std::string html = "<section id=\"summary\">\n<dl><dt>command</dt><dd>" +
-                     xml_escape(join(record["argv"].as<std::vector<std::string>>(), " ")) + "</dd>";
+                     xml_escape(join(yaml_strings(record["argv"], record_path, "argv"), " ")) + "</dd>";
   if (record["started"])
-    html += "<dt>started</dt><dd>" + xml_escape(record["started"].as<std::string>()) + "</dd>";
+    html +=
+        "<dt>started</dt><dd>" + xml_escape(yaml_string(record["started"], record_path, "started")) + "</dd>";
   return html + "<dt>jobs</dt><dd>" + std::to_string(job_count) + "</dd></dl>\n</section>\n";
 }
 
@@ -329,11 +334,12 @@ std::vector<SweepJob> read_sweep_jobs(const fs::path& sweep_dir) {
   if (!fs::exists(record_path))
     throw std::runtime_error(sweep_dir.string() + " is not a sweep folder: it has no multirun.yaml");
   std::vector<SweepJob> jobs;
-  for (const auto& listed : read_yaml(record_path)["jobs"]) {
+  const YAML::Node listed = yaml_list(read_record(record_path)["jobs"], record_path, "jobs");
+  for (size_t i = 0; i < listed.size(); ++i) {
     SweepJob job;
-    job.number = static_cast<int>(jobs.size());
+    job.number = static_cast<int>(i);
     job.dir = job_folder(sweep_dir, job.number);
-    job.overrides = listed.as<std::vector<std::string>>();
+    job.overrides = yaml_strings(listed[i], record_path, "jobs[" + std::to_string(i) + "]");
     if (fs::exists(job.dir / kFailureFile)) job.failure = first_line(read_file_bytes(job.dir / kFailureFile));
     jobs.push_back(std::move(job));
   }

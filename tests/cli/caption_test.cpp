@@ -519,7 +519,9 @@ TEST(HardRun, VisualizeReadsTheContextThatDecodeHardReadNames) {
   const auto evaluated = run_saccade(
       {"eval", "--run", run.string(), "decode.beam_size=1", "decode.hard_read=expectation"}, work.path());
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
-  const YAML::Node results = YAML::LoadFile((run / "results/test.json").string());
+  // Beside the run's own results, named by the overrides.
+  const YAML::Node results =
+      YAML::LoadFile((run / "results/test-decode.beam_size=1,decode.hard_read=expectation.json").string());
   ASSERT_EQ(results.size(), 8u);
   for (const auto& result : results) {
     const std::string id = result["image_id"].as<std::string>();

@@ -277,6 +277,33 @@ TEST(Cli, AnAliasInsideItsOwnAnchorIsRefused) {
       << result.err;
 }
 
+// An integer its setting's type cannot hold names the key and the bound, before any file is written.
+TEST(Cli, AnIntegerBeyondItsSettingsRangeNamesTheBound) {
+  TempDir work;
+  for (const auto& [override_text, message] :
+       {std::pair{
+            "dist.timeout_s=10000000000", "dist.timeout_s: 10000000000 is too large (at most 2147483647)"},
+        std::pair{
+            "runtime.threads=-10000000000",
+            "runtime.threads: -10000000000 is too small (at least -2147483648)"}}) {
+    const auto result =
+        run_saccade({"train", "-cp", configs().string(), "experiment=smoke", override_text}, work.path());
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_EQ(result.err, "saccade: error: " + std::string(message) + "\n");
+    EXPECT_FALSE(std::filesystem::exists(work / "experiments")) << override_text;
+  }
+}
+
+// `saccade report` of a sweep whose multirun.yaml was cut short names the file and the key.
+TEST(Cli, ReportOfACutSweepRecordNamesTheFileAndKey) {
+  TempDir work;
+  const auto record = work / "sweep/multirun.yaml";
+  write_file(record, "command: train\nargv: [saccade, train, -m, seed=0,1]\njobs:\n  - [seed=0]\n  -\n");
+  const auto result = run_saccade({"report", "--run", (work / "sweep").string()}, work.path());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(result.err, "saccade: error: " + record.string() + ": jobs[1]: expected a list, got null\n");
+}
+
 TEST(Cli, MissingConfigDirIsConfigError) {
   TempDir work;
   const auto result = run_saccade({"train", "--cfg", "-cp", (work / "absent").string()}, work.path());

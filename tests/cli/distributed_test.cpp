@@ -4,9 +4,16 @@
 // writes the run's files; bad job variables and absent peers end in one line.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <regex>
+#include <stdexcept>
+#include <thread>
 
 #include "io/metrics_csv.h"
 #include "test_util.h"
@@ -117,16 +124,102 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
-// The installed PyTorch's torchrun, as a user starts it: PyTorch 2.x's own; 1.13's (Debian 12's,
-// whose launcher fails under Python 3.11) through scripts/torchrun.py, which mends that and hands
-// over. Empty without python3-torch.
+// The shell command of rank `rank` of a job on loopback started by hand, as a SLURM script does.
+std::string rank_command(int rank, int world_size, int port, const std::vector<std::string>& args) {
+  std::string command = "env RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
+                        " WORLD_SIZE=" + std::to_string(world_size) +
+                        " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " +
+                        quoted(SACCADE_BINARY);
+  for (const auto& arg : args) command += " " + quoted(arg);
+  return command;
+}
+
+// Each rank's exit code and stderr, the ranks started at once by hand on loopback, each with its
+// WORLD_SIZE and arguments; a rank that hangs is killed after 60 s.
+std::vector<CommandResult> run_ranks_by_hand(
+    const std::vector<std::pair<int, std::vector<std::string>>>& world_size_and_args, const TempDir& work) {
+  const int port = free_port();
+  std::string script;
+  for (size_t r = 0; r < world_size_and_args.size(); ++r) {
+    const auto& [world_size, args] = world_size_and_args[r];
+    script += "timeout -s KILL 60 " + rank_command(static_cast<int>(r), world_size, port, args) +
+              " >/dev/null 2>rank" + std::to_string(r) + ".err & pid" + std::to_string(r) + "=$!\n";
+  }
+  for (size_t r = 0; r < world_size_and_args.size(); ++r)
+    script += "wait $pid" + std::to_string(r) + "; echo $? >rank" + std::to_string(r) + ".code\n";
+  run_program({"/bin/sh", "-c", script}, work.path());
+  std::vector<CommandResult> results(world_size_and_args.size());
+  for (size_t r = 0; r < results.size(); ++r) {
+    results[r].exit_code = std::stoi(read_file(work / ("rank" + std::to_string(r) + ".code")));
+    results[r].err = read_file(work / ("rank" + std::to_string(r) + ".err"));
+  }
+  return results;
+}
+
+// A stand-in for rank 0 on loopback that is no c10d store: it accepts every connection and sends
+// `reply` on it (nothing, as a stopped rank 0 or another program's quiet port), keeping it open.
+class FakeRankZero {
+ public:
+  explicit FakeRankZero(std::string reply) : reply_(std::move(reply)) {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof(address);
+    if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+        listen(listener_, 16) != 0 ||
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) != 0)
+      throw std::runtime_error("could not listen on loopback");
+    port_ = ntohs(address.sin_port);
+    server_ = std::thread([this] { serve(); });
+  }
+  ~FakeRankZero() {
+    shutdown(listener_, SHUT_RDWR);  // ends serve()'s accept
+    server_.join();
+    close(listener_);
+  }
+  FakeRankZero(const FakeRankZero&) = delete;
+  FakeRankZero& operator=(const FakeRankZero&) = delete;
+  int port() const { return port_; }
+
+ private:
+  void serve() {
+    std::vector<int> connections;
+    for (int connection; (connection = accept(listener_, nullptr, nullptr)) >= 0;) {
+      if (!reply_.empty()) send(connection, reply_.data(), reply_.size(), MSG_NOSIGNAL);
+      connections.push_back(connection);
+    }
+    for (const int connection : connections) close(connection);
+  }
+
+  std::string reply_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread server_;
+};
+
+// Rank 1 of two started by hand against rank 0 at `master_addr`:`port`, with dist.timeout_s=3
+// (killed after 40 s should it hang): its outcome, and the seconds it took.
+std::pair<CommandResult, double> rank_one_against(
+    const std::string& master_addr, int port, const TempDir& work) {
+  std::vector<std::string> argv = {"timeout", "-s", "KILL", "40", SACCADE_BINARY};
+  for (const auto& arg : smoke(work / "run", {"dist.timeout_s=3"})) argv.push_back(arg);
+  const auto started = std::chrono::steady_clock::now();
+  CommandResult result = run_program(
+      argv, work.path(),
+      {{"WORLD_SIZE", "2"},
+       {"RANK", "1"},
+       {"MASTER_ADDR", master_addr},
+       {"MASTER_PORT", std::to_string(port)}});
+  return {result, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()};
+}
+
+// The installed PyTorch's torchrun through scripts/torchrun.py, which mends what fails in
+// Debian's builds before any worker starts: 1.13's launcher under Python 3.11, and 2.6's store,
+// which asks for the libuv server Debian's build lacks. Empty without python3-torch.
 std::vector<std::string> torchrun() {
-  const auto version = run_program(
-      {"/usr/bin/python3", "-c", "import torch, torch.distributed.run; print(torch.__version__)"});
-  if (version.exit_code != 0) return {};
-  if (version.out.rfind("1.", 0) == 0)
-    return {"/usr/bin/python3", (source_dir() / "scripts/torchrun.py").string()};
-  return {"/usr/bin/torchrun"};
+  if (run_program({"/usr/bin/python3", "-c", "import torch.distributed.run"}).exit_code != 0) return {};
+  return {"/usr/bin/python3", (source_dir() / "scripts/torchrun.py").string()};
 }
 
 std::vector<std::string> under_torchrun(
@@ -209,6 +302,61 @@ TEST(Distributed, BadJobVariablesAndAbsentPeersAreOneLine) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(60));
 }
 
+// c10d alone waited past the timeout (26 s, > 100 s with dist.timeout_s 5-10) on a port that
+// accepts and never answers, aborted on one that answers junk, and printed 7 lines of warnings
+// before saccade's for an address that does not resolve. Now each ends rank 1 in one line within
+// dist.timeout_s, plus a second for the watchdog.
+TEST(Distributed, ARankZeroThatIsNoStoreEndsTheRankWithinTheTimeoutInOneLine) {
+  TempDir work;
+  const FakeRankZero silent(""), junk(std::string(64, '\xff'));
+  const std::vector<std::pair<std::string, int>> rank_zeros = {
+      {"127.0.0.1", silent.port()}, {"127.0.0.1", junk.port()}, {"no-such-host.invalid", free_port()}};
+  for (const auto& [address, port] : rank_zeros) {
+    const auto [result, seconds] = rank_one_against(address, port, work);
+    const std::string where = address + ":" + std::to_string(port);
+    EXPECT_EQ(result.exit_code, 1) << where << ": " << result.err;
+    EXPECT_EQ(
+        result.err.rfind(
+            "saccade: error: rank 1 could not reach the rendezvous at " + where + " (WORLD_SIZE=2): ", 0),
+        0u)
+        << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_LT(seconds, 15.0) << where;
+  }
+  EXPECT_FALSE(std::filesystem::exists(work / "run"));
+}
+
+// Ranks started with different configs or WORLD_SIZEs stop at once, every one with the same line
+// naming the difference: Gloo aborted on another model's parameters, and ranks with another
+// learning rate trained apart silently.
+TEST(Distributed, RanksStartedDifferentlyAreRefusedInOneLineNamingTheDifference) {
+  TempDir work;
+  const auto config = smoke(work / "run", {"dist.timeout_s=5"});
+  auto other_config = config;
+  other_config.push_back("decoder.hidden_dim=48");
+  for (const CommandResult& rank : run_ranks_by_hand({{2, config}, {2, other_config}}, work)) {
+    EXPECT_EQ(rank.exit_code, 2) << rank.err;
+    EXPECT_EQ(
+        rank.err,
+        "saccade: error: rank 1's job differs from rank 0's at decoder.hidden_dim (48 on rank 1, 32 on "
+        "rank 0): start every rank with the same command line, config and dataset files\n");
+  }
+  const auto ranks = run_ranks_by_hand({{2, config}, {3, config}}, work);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const std::string& err = ranks[r].err;
+    EXPECT_EQ(ranks[r].exit_code, 2) << err;
+    EXPECT_EQ(
+        err.rfind("saccade: error: rank " + std::to_string(r) + " could not form the job at 127.0.0.1:", 0),
+        0u)
+        << err;
+    EXPECT_NE(
+        err.find(": rank 1 was started with WORLD_SIZE=3 and rank 0 with WORLD_SIZE=2\n"), std::string::npos)
+        << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(work / "run"));
+}
+
 TEST(Distributed, ResumesWithAnotherWorldSize) {
   TempDir work;
   const auto first = work / "first", second = work / "second", third = work / "third";
@@ -244,14 +392,9 @@ TEST(Distributed, TheDecoderBenchRunsOnTwoRanksBesideOneProcess) {
 TEST(Distributed, AKilledRankEndsTheOthersAndTheLastCheckpointStays) {
   TempDir work;
   const auto run = work / "killed";
-  std::string arguments;
-  for (const auto& arg : smoke(run, {"train.epochs=1000", "dist.timeout_s=20"}))
-    arguments += " " + quoted(arg);
-  const std::string port = std::to_string(free_port());
+  const int port = free_port();
   const auto rank = [&](int r) {
-    return "env RANK=" + std::to_string(r) + " LOCAL_RANK=" + std::to_string(r) +
-           " WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + port + " " + quoted(SACCADE_BINARY) +
-           arguments;
+    return rank_command(r, 2, port, smoke(run, {"train.epochs=1000", "dist.timeout_s=20"}));
   };
   // Both ranks in the background; rank 1 is killed once rank 0 has finished two epochs.
   const std::string script = rank(0) + " 2>rank0.err & zero=$!\n" + rank(1) +

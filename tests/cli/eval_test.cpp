@@ -1,6 +1,7 @@
 // `saccade eval` end to end: train the smoke experiment once, evaluate it with beam search, check
 // the COCO results file, the scores file (numbers in range, shapes metrics present) and the
-// printout; a run folder without a checkpoint fails with one line.
+// printout; a run folder without a checkpoint fails with one line. Evaluations with overrides
+// write beside the run's own results, never over them, and never change the run's model.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -37,6 +38,23 @@ class EvalTest : public ::testing::Test {
     return run_saccade(args, work_->path());
   }
 
+  // The results file an evaluation says it wrote ("Results: <path>").
+  static std::filesystem::path results_written(const CommandResult& result) {
+    const std::string label = "Results: ";
+    const size_t at = result.out.find(label);
+    if (at == std::string::npos) {
+      ADD_FAILURE() << "no results named in: " << result.out;
+      return {};
+    }
+    const size_t start = at + label.size();
+    return result.out.substr(start, result.out.find('\n', start) - start);
+  }
+
+  // The scores file written beside `results`: <name>_scores.json.
+  static std::filesystem::path scores_beside(const std::filesystem::path& results) {
+    return results.parent_path() / (results.stem().string() + "_scores.json");
+  }
+
   static std::unique_ptr<TempDir> work_;
   static std::filesystem::path run_;
 };
@@ -52,7 +70,8 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
   EXPECT_NE(result.out.find("pointing game"), std::string::npos) << result.out;
 
   // COCO results: one entry per test image (8 in the smoke world), numeric ids, text captions.
-  const YAML::Node results = YAML::LoadFile((run_ / "results/test.json").string());
+  ASSERT_EQ(results_written(result), run_ / "results/test-decode.beam_size=2.json");
+  const YAML::Node results = YAML::LoadFile(results_written(result).string());
   ASSERT_TRUE(results.IsSequence());
   EXPECT_EQ(results.size(), 8u);
   for (const auto& entry : results) {
@@ -60,8 +79,8 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
     EXPECT_NO_THROW(entry["caption"].as<std::string>());
   }
 
-  const YAML::Node scores = YAML::LoadFile((run_ / "results/test_scores.json").string());
-  EXPECT_EQ(scores["split"].as<std::string>(), "test");
+  const YAML::Node scores = YAML::LoadFile((run_ / "results/test-decode.beam_size=2_scores.json").string());
+  EXPECT_EQ(scores["split"].as<std::string>(), "test-decode.beam_size=2");
   EXPECT_EQ(scores["search"].as<std::string>(), "beam 2");
   EXPECT_EQ(scores["images"].as<int>(), 8);
   for (const char* metric : {"bleu1", "bleu4", "rouge_l"}) {
@@ -117,13 +136,15 @@ TEST_F(EvalTest, BeamSearchWritesResultsAndScores) {
 
 TEST_F(EvalTest, ReportShowsEvaluatedSplitsAndRebuildsOnRequest) {
   ASSERT_EQ(eval({"--split", "val", "decode.beam_size=2"}).exit_code, 0);
-  EXPECT_NE(read_file(run_ / "report.html").find("<td>val</td><td class=\"number\">"), std::string::npos);
+  EXPECT_NE(
+      read_file(run_ / "report.html").find("<td>val-decode.beam_size=2</td><td class=\"number\">"),
+      std::string::npos);
   std::filesystem::remove(run_ / "report.html");
   const auto result = run_saccade({"report", "--run", run_.string()}, work_->path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("report.html"), std::string::npos);
   const std::string report = read_file(run_ / "report.html");
-  EXPECT_NE(report.find("<td>val</td>"), std::string::npos);
+  EXPECT_NE(report.find("<td>val-decode.beam_size=2</td>"), std::string::npos);
   EXPECT_NE(report.find("beam 2"), std::string::npos);
 
   TempDir empty;
@@ -146,7 +167,7 @@ TEST_F(EvalTest, CheckpointsCopiedAloneAreEvaluated) {
        "decode.beam_size=1"},
       work_->path());
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_TRUE(std::filesystem::exists(copy / "results/test_scores.json"));
+  EXPECT_TRUE(std::filesystem::exists(copy / "results/test-decode.beam_size=1_scores.json"));
   EXPECT_FALSE(std::filesystem::exists(copy / "report.html"));
 }
 
@@ -154,17 +175,18 @@ TEST_F(EvalTest, ValSplitWithGreedy) {
   const auto result = eval({"--split", "val", "decode.beam_size=1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("greedy search"), std::string::npos) << result.out;
-  EXPECT_TRUE(std::filesystem::exists(run_ / "results/val.json"));
-  EXPECT_TRUE(std::filesystem::exists(run_ / "results/val_scores.json"));
+  EXPECT_TRUE(std::filesystem::exists(run_ / "results/val-decode.beam_size=1.json"));
+  EXPECT_TRUE(std::filesystem::exists(run_ / "results/val-decode.beam_size=1_scores.json"));
 }
 
 // --against: an evaluation compared with the results file it replaces reads it first (one caption
 // changed there by hand counts as the one caption not identical, where a file read after the
 // writing would be all identical); a missing file, one of other images, or in a multirun the file
-// every job replaces, is refused before the split is decoded and its results replaced.
+// a job replaces, is refused before the split is decoded and its results replaced.
 TEST_F(EvalTest, AgainstTheResultsItReplaces) {
-  ASSERT_EQ(eval({"decode.beam_size=1"}).exit_code, 0);
-  const auto results = run_ / "results/test.json";
+  const auto first = eval({"decode.beam_size=1"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto results = results_written(first);
   std::string text = read_file(results);
   const size_t caption = text.find("\"caption\": \"");
   ASSERT_NE(caption, std::string::npos) << text;
@@ -184,12 +206,49 @@ TEST_F(EvalTest, AgainstTheResultsItReplaces) {
   EXPECT_EQ(refused.exit_code, 2) << refused.out;
   EXPECT_NE(refused.err.find("does not caption the same 8 images: 8 (e.g."), std::string::npos)
       << refused.err;
-  const auto sweep = eval({"-m", "decode.beam_size=2,3", "--against", results.string()});
+  const auto sweep = eval({"-m", "decode.beam_size=1,2", "--against", results.string()});
   EXPECT_EQ(sweep.exit_code, 2) << sweep.out;
-  EXPECT_NE(sweep.err.find("is the file every job of this multirun replaces"), std::string::npos)
-      << sweep.err;
-  const YAML::Node scores = YAML::LoadFile((run_ / "results/test_scores.json").string());
+  EXPECT_NE(sweep.err.find("is the file this job of the multirun replaces"), std::string::npos) << sweep.err;
+  const YAML::Node scores = YAML::LoadFile(scores_beside(results).string());
   EXPECT_EQ(scores["search"].as<std::string>(), "greedy");  // the refused runs wrote nothing
+}
+
+// What training wrote stays: an override that changes how the model is used writes beside it, and
+// one that would change the model itself (an architecture key whose weights keep their shapes, a
+// group switch the saved config would hide) is refused in one line before anything is written.
+// --replace writes over the run's own results on request.
+TEST_F(EvalTest, OverridesWriteBesideTheRunsResultsAndNeverChangeTheModel) {
+  const std::string own_results = read_file(run_ / "results/test.json");
+  const std::string own_scores = read_file(run_ / "results/test_scores.json");
+  const auto beam = eval({"decode.beam_size=2"});
+  ASSERT_EQ(beam.exit_code, 0) << beam.err;
+  EXPECT_EQ(results_written(beam), run_ / "results/test-decode.beam_size=2.json");
+  EXPECT_EQ(read_file(run_ / "results/test.json"), own_results);
+  EXPECT_EQ(read_file(run_ / "results/test_scores.json"), own_scores);
+
+  const std::string report = read_file(run_ / "report.html");
+  const std::string run = run_.string();
+  const std::vector<std::pair<std::string, std::string>> refusals = {
+      {"encoder.position=sinusoidal", "encoder.position=sinusoidal changes the model of the trained run " +
+                                          run + ", which has encoder.position=none"},
+      {"encoder.grid=[4,4]",
+       "encoder.grid=[4, 4] changes the model of the trained run " + run + ", which has encoder.grid=[8, 8]"},
+      {"decoder=hard", "decoder=hard: the trained run " + run + " is composed with decoder=soft"}};
+  for (const auto& [override_text, expected] : refusals) {
+    const auto refused = eval({override_text});
+    EXPECT_EQ(refused.exit_code, 2) << override_text;
+    ASSERT_NE(refused.err.find("saccade: error: " + expected), std::string::npos) << refused.err;
+    const std::string error = refused.err.substr(refused.err.find("saccade: error:"));
+    EXPECT_EQ(std::count(error.begin(), error.end(), '\n'), 1) << refused.err;
+  }
+  EXPECT_EQ(read_file(run_ / "report.html"), report);
+  EXPECT_EQ(read_file(run_ / "results/test.json"), own_results);
+  EXPECT_FALSE(std::filesystem::exists(run_ / "results/test-encoder.position=sinusoidal.json"));
+
+  const auto replaced = eval({"decode.beam_size=2", "--replace"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(results_written(replaced), run_ / "results/test.json");
+  EXPECT_EQ(read_file(run_ / "results/test.json"), read_file(run_ / "results/test-decode.beam_size=2.json"));
 }
 
 // The metrics `saccade score` prints ("BLEU-1   0.100000"), by name.
@@ -230,14 +289,14 @@ TEST_F(EvalTest, ScoresAgainstTheRawTextAsScoreDoes) {
       {"decode.beam_size=1", "dataset.kind=karpathy", "dataset.split_file=" + edited.string(),
        "dataset.images_dir=" + shapes.string()});
   ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
+  const auto results = results_written(evaluated);
   const auto scored = run_saccade(
-      {"score", "--references", edited.string(), "--results", (run_ / "results/test.json").string(),
-       "--allow-partial"},
+      {"score", "--references", edited.string(), "--results", results.string(), "--allow-partial"},
       work_->path());
   ASSERT_EQ(scored.exit_code, 0) << scored.err;
   const std::map<std::string, double> printed = printed_metrics(scored.out);
   ASSERT_EQ(printed.size(), 6u) << scored.out;
-  const YAML::Node corpus = YAML::LoadFile((run_ / "results/test_scores.json").string())["corpus"];
+  const YAML::Node corpus = YAML::LoadFile(scores_beside(results).string())["corpus"];
   const std::map<std::string, std::string> keys = {{"BLEU-1", "bleu1"},    {"BLEU-2", "bleu2"},
                                                    {"BLEU-3", "bleu3"},    {"BLEU-4", "bleu4"},
                                                    {"ROUGE-L", "rouge_l"}, {"CIDEr-D", "cider_d"}};
@@ -249,7 +308,7 @@ TEST_F(EvalTest, ScoresAgainstTheRawTextAsScoreDoes) {
 TEST_F(EvalTest, NBestListsAreWrittenBesideTheCaption) {
   const auto result = eval({"decode.beam_size=3", "decode.n_best=3"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  const YAML::Node results = YAML::LoadFile((run_ / "results/test.json").string());
+  const YAML::Node results = YAML::LoadFile(results_written(result).string());
   ASSERT_EQ(results.size(), 8u);
   for (const auto& entry : results) {
     const YAML::Node n_best = entry["n_best"];
@@ -267,7 +326,7 @@ TEST_F(EvalTest, NBestListsAreWrittenBesideTheCaption) {
     std::istringstream caption(entry["caption"].as<std::string>());
     for (std::string word; caption >> word;) words.insert(word);
   }
-  const YAML::Node diversity = YAML::LoadFile((run_ / "results/test_scores.json").string())["diversity"];
+  const YAML::Node diversity = YAML::LoadFile(scores_beside(results_written(result)).string())["diversity"];
   EXPECT_EQ(diversity["vocabulary"].as<size_t>(), words.size());
   EXPECT_EQ(diversity["n_best_images"].as<int>(), 8);
   for (const char* ratio : {"novel", "distinct_1", "distinct_2", "mbleu4"}) {
@@ -275,9 +334,11 @@ TEST_F(EvalTest, NBestListsAreWrittenBesideTheCaption) {
     EXPECT_LE(diversity[ratio].as<double>(), 1.0) << ratio;
   }
   EXPECT_NE(result.out.find("mBLEU-4 (n-best)"), std::string::npos) << result.out;
-  ASSERT_EQ(eval({"decode.beam_size=3"}).exit_code, 0);
-  EXPECT_TRUE(YAML::LoadFile((run_ / "results/test_scores.json").string())["diversity"]["mbleu4"].IsNull());
-  EXPECT_FALSE(YAML::LoadFile((run_ / "results/test.json").string())[0]["n_best"]);
+  const auto one_best = eval({"decode.beam_size=3"});
+  ASSERT_EQ(one_best.exit_code, 0) << one_best.err;
+  const auto one_best_results = results_written(one_best);
+  EXPECT_TRUE(YAML::LoadFile(scores_beside(one_best_results).string())["diversity"]["mbleu4"].IsNull());
+  EXPECT_FALSE(YAML::LoadFile(one_best_results.string())[0]["n_best"]);
 }
 
 // Sampled captions repeat with the seed and change with another one.
@@ -286,7 +347,7 @@ TEST_F(EvalTest, SampledCaptionsRepeatWithTheSeed) {
     const auto result = eval({"decode.method=sample", "decode.temperature=1.5", "seed=" + seed});
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_NE(result.out.find("sample T=1.5 search"), std::string::npos) << result.out;
-    return read_file(run_ / "results/test.json");
+    return read_file(results_written(result));
   };
   const std::string first = captions("0");
   EXPECT_EQ(captions("0"), first);
@@ -301,7 +362,8 @@ TEST_F(EvalTest, TheLastCheckpointOnRequest) {
   EXPECT_NE(
       last.err.find("Evaluating " + (run_ / "checkpoints/last").string() + " (epoch 2)"), std::string::npos)
       << last.err;
-  EXPECT_EQ(YAML::LoadFile((run_ / "results/test_scores.json").string())["checkpoint_epoch"].as<int>(), 2);
+  EXPECT_EQ(results_written(last), run_ / "results/test-decode.beam_size=1,checkpoint=last.json");
+  EXPECT_EQ(YAML::LoadFile(scores_beside(results_written(last)).string())["checkpoint_epoch"].as<int>(), 2);
   const auto best = eval({"decode.beam_size=1"});
   ASSERT_EQ(best.exit_code, 0) << best.err;
   EXPECT_NE(best.err.find("Evaluating " + (run_ / "checkpoints/best").string()), std::string::npos)

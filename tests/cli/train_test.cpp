@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -301,12 +302,16 @@ TEST(Train, RefinerTrainsResumesExactlyFromImagesOrFeaturesAndDrawsItsMaps) {
     EXPECT_TRUE(std::filesystem::exists(run / "samples" / name)) << name;
   }
 
-  // The refiner's checkpoint read with a config that has none: one line naming its weights.
+  // The refiner's run read without one: one line naming the key and both values.
   const auto plain = run_saccade(
       {"eval", "-cp", configs().string(), "--run", run.string(), "encoder.refiner.kind=none"}, work.path());
   EXPECT_NE(plain.exit_code, 0);
-  EXPECT_NE(plain.err.find("does not match its config.yaml"), std::string::npos) << plain.err;
-  EXPECT_NE(plain.err.find("refiner.layers.0"), std::string::npos) << plain.err;
+  EXPECT_NE(
+      plain.err.find(
+          "encoder.refiner.kind=none changes the model of the trained run " + run.string() +
+          ", which has encoder.refiner.kind=transformer"),
+      std::string::npos)
+      << plain.err;
   EXPECT_EQ(std::count(plain.err.begin(), plain.err.end(), '\n'), 1) << plain.err;
 
   // Heads that do not divide the annotation width: one line naming the key and value.
@@ -330,14 +335,14 @@ TEST(Train, TransformerDecoderTrainsResumesExactlyDecodesAndRefusesAnLstmConfig)
   const auto run = only_run(work.path());
   expect_beam_eval_and_overlays(work.path(), run);
 
-  // The Transformer's checkpoint read with the LSTM decoder's config: one line naming both.
+  // The Transformer's run read with the LSTM decoder's config: one line naming both.
   const auto lstm = run_saccade(
       {"eval", "-cp", configs().string(), "--run", run.string(), "decoder.kind=lstm"}, work.path());
   EXPECT_NE(lstm.exit_code, 0);
   EXPECT_NE(
       lstm.err.find(
-          "decoder.kind=lstm does not fit the checkpoint " + (run / "checkpoints/best").string() +
-          ", which holds a transformer decoder"),
+          "decoder.kind=lstm changes the model of the trained run " + run.string() +
+          ", which has decoder.kind=transformer"),
       std::string::npos)
       << lstm.err;
   const std::string error = lstm.err.substr(lstm.err.find("saccade: error:"));
@@ -620,7 +625,8 @@ TEST(Train, FrozenEncoderTrainsFromExtractedFeatures) {
       train_smoke(work.path(), {"encoder.trainable_blocks=0", "train.epochs=1", "train.features=features"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("Annotations from the feature cache"), std::string::npos) << result.err;
-  EXPECT_FALSE(train_losses(only_run(work.path())).empty());
+  const auto trained = only_run(work.path());
+  EXPECT_FALSE(train_losses(trained).empty());
 
   // Features extracted under another normalization would train the decoder on what the encoder
   // never gives it at evaluation: refused, naming the setting.
@@ -633,6 +639,7 @@ TEST(Train, FrozenEncoderTrainsFromExtractedFeatures) {
           "was extracted with dataset.image.mean=[0.485, 0.456, 0.406], this run has [0.5, 0.5, 0.5]"),
       std::string::npos)
       << renormalized.err;
+  EXPECT_EQ(only_run(work.path()), trained);  // the refused run left no folder
 
   const auto trainable = train_smoke(work.path(), {"train.features=features"});
   EXPECT_EQ(trainable.exit_code, 2);
@@ -744,6 +751,57 @@ TEST(Train, InitFromARunOfAnotherVocabularyOrArchitectureIsOneLine) {
   EXPECT_EQ(one_sample.exit_code, 2);
   EXPECT_NE(one_sample.err.find("train.scst.baseline=mean needs train.scst.samples >= 2"), std::string::npos)
       << one_sample.err;
+  // Refused at set-up or before: no run folder is left behind.
+  EXPECT_FALSE(std::filesystem::exists(work / "experiments"));
+
+  // A resume refused at set-up, even one pointed into the resumed run's folder, leaves that run
+  // whole and makes no folder beside it.
+  const auto initial = only_run(start.path());
+  const auto resumed = train_smoke(
+      work.path(),
+      {"train.resume=" + initial.string(), "run.dir=" + initial.string(), "decoder.hidden_dim=48"});
+  EXPECT_NE(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(only_run(start.path()), initial);
+  for (const char* file :
+       {"config.yaml", "run.yaml", "metrics.csv", "train.log", "checkpoints/last/state.json"})
+    EXPECT_TRUE(std::filesystem::exists(initial / file)) << file;
+
+  // A saved config that is not YAML is named, with its line.
+  const auto saved_config = initial / "checkpoints/best/config.yaml";
+  write_file(saved_config, "seed: 0\ndecoder: {hidden_dim: [\n");
+  const auto broken = train_smoke(work.path(), {init_from});
+  EXPECT_EQ(broken.exit_code, 2);
+  const std::string named = "saccade: error: " + init_from + ": " + saved_config.string() + ":";
+  const size_t at = broken.err.find(named);
+  ASSERT_NE(at, std::string::npos) << broken.err;
+  // Then the line.
+  EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(broken.err.at(at + named.size())))) << broken.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "experiments"));
+}
+
+// Refusals at set-up (the run's data, a train.init_from that is not there) leave no run folder;
+// a folder the user made for the run stays, as empty as it was.
+TEST(Train, RefusalsAtSetUpLeaveNoRunFolder) {
+  TempDir work;
+  const auto missing = train_smoke(work.path(), {"train.init_from=" + (work / "no_run").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "experiments"));
+
+  std::filesystem::create_directories(work / "mine");
+  const auto into_mine =
+      train_smoke(work.path(), {"train.init_from=" + (work / "no_run").string(), "run.dir=mine"});
+  EXPECT_EQ(into_mine.exit_code, 2) << into_mine.err;
+  ASSERT_TRUE(std::filesystem::is_directory(work / "mine"));
+  EXPECT_TRUE(std::filesystem::is_empty(work / "mine"));
+
+  write_file(
+      work / "spaced.json",
+      R"({"images": [{"filename": "a.png", "split": "train", "sentences": [{"tokens": ["a", "big dog"]}]}]})");
+  const auto spaced = train_smoke(
+      work.path(), {"dataset.kind=karpathy", "dataset.split_file=spaced.json", "dataset.images_dir=."});
+  EXPECT_EQ(spaced.exit_code, 2) << spaced.err;
+  EXPECT_NE(spaced.err.find("'big dog' holds whitespace"), std::string::npos) << spaced.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "experiments"));
 }
 
 // As Hydra's basic launcher: a failed job does not stop the sweep; it is marked failed, with its
@@ -757,6 +815,9 @@ TEST(Train, ASweepRunsEveryJobAfterAFailedOneAndMarksItFailed) {
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_NE(result.err.find("saccade: error: 1 of 3 jobs failed: #1"), std::string::npos) << result.err;
   const auto sweep = only_run(work.path());
+  // The job refused at set-up left only the record of its failure.
+  EXPECT_TRUE(std::filesystem::exists(sweep / "1/failure.txt"));
+  EXPECT_FALSE(std::filesystem::exists(sweep / "1/config.yaml"));
   EXPECT_TRUE(std::filesystem::exists(sweep / "2/metrics.csv"));
   EXPECT_TRUE(std::filesystem::exists(sweep / "2/checkpoints/best"));
   const std::string error = "train.init_from=/nonexistent/run: No checkpoint at";

@@ -29,11 +29,13 @@ class TrainedRunTest : public ::testing::Test {
  protected:
   TrainedRunTest() { torch::manual_seed(0); }
 
-  // The smoke experiment's config as a run saves it, passed through `edit`, with a checkpoint of
-  // a model built from the unedited config in <run>/checkpoints/best (epoch 3).
-  void write_run(const std::function<void(YAML::Node&)>& edit = {}) {
-    const Composition composition =
-        compose(today({"experiment=smoke", "dataset.root=" + (dir_ / "data").string()}));
+  // The smoke experiment's config (with `overrides`) as a run saves it, passed through `edit`, with
+  // a checkpoint of a model built from the unedited config in <run>/checkpoints/best (epoch 3).
+  void write_run(
+      const std::function<void(YAML::Node&)>& edit = {}, const std::vector<std::string>& overrides = {}) {
+    std::vector<std::string> smoke = {"experiment=smoke", "dataset.root=" + (dir_ / "data").string()};
+    smoke.insert(smoke.end(), overrides.begin(), overrides.end());
+    const Composition composition = compose(today(smoke));
     EncoderOptions encoder = encoder_options_from(composition.config);
     model_ = build_captioner(encoder, decoder_options_from(composition.config), vocabulary_.size());
     torch::optim::Adam optimizer(model_->parameters(), torch::optim::AdamOptions(1e-3));
@@ -44,6 +46,29 @@ class TrainedRunTest : public ::testing::Test {
     TrainState state;
     state.epoch = 3;
     save_checkpoint(dir_ / "checkpoints/best", *model_, optimizer, state, vocabulary_, yaml.c_str());
+  }
+
+  // A two-head Transformer run whose run.yaml chose decoder=transformer.
+  void write_transformer_run() {
+    write_run(
+        {}, {"decoder=transformer", "decoder.layers=1", "decoder.heads=2", "decoder.dim=16",
+             "decoder.ffn_dim=32"});
+    write_file(dir_ / "run.yaml", "choices:\n  decoder: transformer\n  experiment: smoke\n");
+  }
+
+  // The one-line ConfigError loading the run with `overrides` throws ("" and a failure if none).
+  std::string refusal(const std::vector<std::string>& overrides) {
+    const std::string message =
+        testing::message_of<ConfigError>([&] { load_trained_run(dir_.path(), today(overrides)); });
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    return message;
+  }
+
+  // The refusal of `key`=`given` on this run, which has `key`=`trained`.
+  std::string architecture_refusal(
+      const std::string& key, const std::string& given, const std::string& trained) {
+    return key + "=" + given + " changes the model of the trained run " + dir_.path().string() +
+           ", which has " + key + "=" + trained + "; a trained run's architecture keys cannot be overridden";
   }
 
   TempDir dir_;
@@ -102,6 +127,39 @@ TEST_F(TrainedRunTest, TheRunsGroupChoicesFillWhatItsConfigLacks) {
   write_file(dir_ / "run.yaml", "choices:\n  decoder: soft\n");
   EXPECT_EQ(
       load_trained_run(dir_.path(), today()).model->decoder->options().attention_mode, AttentionMode::soft);
+}
+
+// Overrides that keep every weight's shape but change what the model computes would load and
+// caption with another model: refused, naming the key and both values.
+TEST_F(TrainedRunTest, ArchitectureKeysOfTheRunCannotBeOverridden) {
+  write_run();
+  EXPECT_EQ(
+      refusal({"encoder.position=sinusoidal"}),
+      architecture_refusal("encoder.position", "sinusoidal", "none"));
+  EXPECT_EQ(refusal({"encoder.grid=[4,4]"}), architecture_refusal("encoder.grid", "[4, 4]", "[8, 8]"));
+  EXPECT_EQ(
+      refusal({"decode.beam_size=2", "decoder.attention.mode=hard"}),
+      architecture_refusal("decoder.attention.mode", "hard", "soft"));
+  // Values equal to the run's, and what only training or drawing reads, are no change.
+  EXPECT_NO_THROW(load_trained_run(dir_.path(), today({"encoder.grid=[8,8]", "decoder.dropout=0.1"})));
+
+  write_transformer_run();
+  EXPECT_EQ(refusal({"decoder.heads=1"}), architecture_refusal("decoder.heads", "1", "2"));
+  // Another weight layout names the override, not the checkpoint.
+  EXPECT_EQ(refusal({"decoder.layers=2"}), architecture_refusal("decoder.layers", "2", "1"));
+  EXPECT_EQ(refusal({"decoder.kind=lstm"}), architecture_refusal("decoder.kind", "lstm", "transformer"));
+  EXPECT_EQ(
+      load_trained_run(dir_.path(), today({"decoder.maps_layer=0"})).model->decoder->options().maps_layer, 0);
+}
+
+// The saved config is merged over the group's values, so a switched group would be ignored.
+TEST_F(TrainedRunTest, AGroupSwitchOfTheRunIsRefused) {
+  write_transformer_run();
+  EXPECT_EQ(
+      refusal({"decoder=soft"}), "decoder=soft: the trained run " + dir_.path().string() +
+                                     " is composed with decoder=transformer; a trained run's config groups "
+                                     "cannot be switched (its saved config decides the model)");
+  EXPECT_NO_THROW(load_trained_run(dir_.path(), today({"decoder=transformer"})));
 }
 
 TEST_F(TrainedRunTest, WeightsThatDoNotFitAreOneLine) {

@@ -72,6 +72,38 @@ TEST(ProcessGroup, RanksOnDifferentKindsOfDeviceAreRefused) {
   EXPECT_EQ(other.get(), message);
 }
 
+// Gloo failed deep inside ("enforce fail ... 136 vs 272") when the ranks disagreed on WORLD_SIZE.
+TEST(ProcessGroup, RanksStartedWithDifferentWorldSizesAreRefusedInOneLine) {
+  const int port = free_port();
+  const auto join = [&](int rank, int world_size) {
+    DistOptions options = rank_of_two(rank, port, /*timeout_s=*/5);
+    options.world_size = options.local_world_size = world_size;
+    return testing::message_of<std::invalid_argument>([&] { ProcessGroup group(options); });
+  };
+  auto other = std::async(std::launch::async, join, 1, 3);
+  const std::string where = "127.0.0.1:" + std::to_string(port);
+  const std::string mismatch = "rank 1 was started with WORLD_SIZE=3 and rank 0 with WORLD_SIZE=2";
+  EXPECT_EQ(join(0, 2), "rank 0 could not form the job at " + where + ": " + mismatch);
+  EXPECT_EQ(other.get(), "rank 1 could not form the job at " + where + ": " + mismatch);
+}
+
+TEST(ProcessGroup, RanksOfDifferentJobsAreRefusedNamingTheFirstKeyThatDiffers) {
+  run_two_ranks([](ProcessGroup& group) {
+    EXPECT_NO_THROW(group.require_same_job("model=soft\nlr=0.1"));
+    const auto refusal = [&](const std::string& rank0_job, const std::string& rank1_job) {
+      return testing::message_of<std::invalid_argument>(
+          [&] { group.require_same_job(group.is_main() ? rank0_job : rank1_job); });
+    };
+    const std::string advice = ": start every rank with the same command line, config and dataset files";
+    EXPECT_EQ(
+        refusal("model=soft\nlr=0.1\nepochs=2", "model=soft\nlr=0.5\nepochs=3"),
+        "rank 1's job differs from rank 0's at lr (0.5 on rank 1, 0.1 on rank 0)" + advice);
+    EXPECT_EQ(
+        refusal("model=soft", "model=soft\nseed=7"),
+        "rank 1's job differs from rank 0's at seed (7 on rank 1, (not set) on rank 0)" + advice);
+  });
+}
+
 TEST(ProcessGroup, AWorldOfOneNeedsNoPeers) {
   ProcessGroup group(DistOptions{});
   auto values = torch::tensor({1.5, -2.0});

@@ -47,6 +47,70 @@ TEST(RunFolder, RefusesNonEmptyFolder) {
   EXPECT_EQ(read_file(dir / "run/keep.txt"), "precious");
 }
 
+// A run refused at set-up takes back what create_run_folder made: the folder, and the folders above
+// it made for it while they hold nothing else.
+TEST(UnstartedRunFolder, ARefusedRunTakesBackTheFoldersMadeForIt) {
+  TempDir dir;
+  const auto run = dir / "made/for/run";
+  write_file(dir / "kept/sibling.txt", "someone else's");
+  const auto beside_another = dir / "kept/run";
+  for (const auto& folder : {run, beside_another}) {
+    create_run_folder(folder, tiny_composition(), RunRecord{"train", {}, {}});
+    write_file(folder / "metrics.csv", "kind,epoch\n");  // what set-up wrote before the refusal
+    UnstartedRunFolder unstarted(folder);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "made"));
+  EXPECT_FALSE(std::filesystem::exists(beside_another));
+  EXPECT_EQ(read_file(dir / "kept/sibling.txt"), "someone else's");
+}
+
+// A folder the user made (empty) is emptied of this attempt's files, not removed.
+TEST(UnstartedRunFolder, AnEmptyFolderGivenStaysEmptied) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "mine");
+  create_run_folder(dir / "mine", tiny_composition(), RunRecord{"train", {}, {}});
+  { UnstartedRunFolder unstarted(dir / "mine"); }
+  ASSERT_TRUE(std::filesystem::is_directory(dir / "mine"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir / "mine"));
+}
+
+// A started run's folder, and one create_run_folder did not fill here (a resumed run's), stay whole.
+TEST(UnstartedRunFolder, AStartedRunOrAFolderNotMadeHereIsNeverTouched) {
+  TempDir dir;
+  create_run_folder(dir / "run", tiny_composition(), RunRecord{"train", {}, {}});
+  {
+    UnstartedRunFolder unstarted(dir / "run");
+    unstarted.started();
+  }
+  { UnstartedRunFolder again(dir / "run"); }
+  log::set_file("");
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/config.yaml"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "run/train.log"));
+  write_file(dir / "resumed/checkpoints/last/state.json", "{}");
+  { UnstartedRunFolder not_made_here(dir / "resumed"); }
+  EXPECT_TRUE(std::filesystem::exists(dir / "resumed/checkpoints/last/state.json"));
+}
+
+// A run's YAML files (a checkpoint's config.yaml, run.yaml, multirun.yaml) name the file and the
+// line when they are not YAML, nest past yaml-cpp's limit ("bad file" on its own) or are missing.
+TEST(ReadYamlFile, ErrorsNameTheFile) {
+  TempDir dir;
+  write_file(dir / "cut.yaml", "seed: 1\nencoder: {name: [\n");
+  const std::string cut = message_of<ConfigError>([&] { read_yaml_file(dir / "cut.yaml"); });
+  EXPECT_EQ(cut.rfind((dir / "cut.yaml").string() + ":", 0), 0u) << cut;
+  write_file(dir / "deep.yaml", "a: " + std::string(600, '[') + std::string(600, ']') + "\n");
+  EXPECT_EQ(
+      message_of<ConfigError>([&] {
+        read_yaml_file(dir / "deep.yaml");
+      }).rfind((dir / "deep.yaml").string() + ":1: the YAML nests too deep", 0),
+      0u);
+  EXPECT_EQ(
+      message_of<std::runtime_error>([&] { read_yaml_file(dir / "absent.yaml"); }),
+      "Could not read " + (dir / "absent.yaml").string());
+  write_file(dir / "fine.yaml", "seed: 1\n");
+  EXPECT_EQ(read_yaml_file(dir / "fine.yaml")["seed"].as<int>(), 1);
+}
+
 TEST(RunFolder, AtomicWriteReplacesWholeFile) {
   TempDir dir;
   write_file_atomically(dir / "a/b.txt", "first");

@@ -229,6 +229,55 @@ TEST(RunReport, AFileOfTheWrongShapeIsNamed) {
   expect_named(run / "samples" / kSamplesIndex, "expected a string, got an integer");
 }
 
+// A record cut short or of the wrong shape (run.yaml, multirun.yaml), or YAML nested past
+// yaml-cpp's limit, is one message naming the file and the key or line, not "bad conversion".
+TEST(RunReport, ACutRecordNamesTheFileAndKey) {
+  TempDir dir;
+  const auto run = dir / "run";
+  make_run_folder(run);
+  const auto message = [&](const std::string& text) {
+    write_file(run / "run.yaml", text);
+    return testing::message_of<std::invalid_argument>([&] { write_run_report(run); });
+  };
+  const std::string record = (run / "run.yaml").string();
+  EXPECT_EQ(
+      message("command: train\nargv:\n  - saccade\n  -\n"),
+      record + ": argv[1]: expected a string, got null");
+  EXPECT_EQ(message("command\n"), record + ": top level: expected a mapping, got 'command'");
+  EXPECT_EQ(message("command: train\n"), record + ": argv is missing");
+  EXPECT_EQ(
+      message("argv: [saccade]\nchoices: [dataset]\n"), record + ": choices: expected a mapping, got a list");
+  EXPECT_EQ(
+      message("argv: [saccade]\nchoices: {dataset: [a]}\n"),
+      record + ": choices.dataset: expected a string, got a list");
+  write_file(run / "run.yaml", "argv: [saccade]\n");
+  write_file(run / "config.yaml", "train: " + std::string(600, '[') + std::string(600, ']') + "\n");
+  EXPECT_EQ(
+      testing::message_of<std::invalid_argument>([&] {
+        write_run_report(run);
+      }).rfind((run / "config.yaml").string() + ":1: the YAML nests too deep", 0),
+      0u);
+}
+
+TEST(SweepReport, ACutRecordNamesTheFileAndKey) {
+  TempDir dir;
+  const auto sweep = dir / "sweep";
+  const std::string record = (sweep / "multirun.yaml").string();
+  const auto message = [&](const std::string& text) {
+    write_file(sweep / "multirun.yaml", text);
+    return testing::message_of<std::invalid_argument>([&] { write_sweep_report(sweep); });
+  };
+  EXPECT_EQ(
+      message("argv: [saccade]\njobs:\n  - [seed=0]\n  -\n"),
+      record + ": jobs[1]: expected a list, got null");
+  EXPECT_EQ(
+      message("argv: [saccade]\njobs:\n  - [seed=0, {a: 1}]\n"),
+      record + ": jobs[0][1]: expected a string, got a mapping");
+  EXPECT_EQ(message("command: train\nargv: [saccade]\n"), record + ": jobs is missing");
+  EXPECT_EQ(message("jobs: [[seed=0]]\n"), record + ": argv is missing");
+  EXPECT_EQ(message("argv: saccade\njobs: [[seed=0]]\n"), record + ": argv: expected a list, got 'saccade'");
+}
+
 TEST(SweepReport, ComparesJobsAndMarksTheBest) {
   TempDir dir;
   const auto sweep = dir / "sweep";
