@@ -231,15 +231,7 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
     log::info() << "Annotations from the feature cache " << options_.features->string()
                 << ": the encoder does not run";
   }
-  if (ranks() > 1) {
-    // Rank 0's parameters and buffers everywhere (they already agree when all start from one seed
-    // or checkpoint; this makes it so).
-    torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> state;
-    for (const auto& parameter : model_->parameters()) state.push_back(parameter.data());
-    for (const auto& buffer : model_->buffers()) state.push_back(buffer.data());
-    setup_.group->broadcast(state);
-  }
+  if (ranks() > 1) broadcast_rank0_state();
   LoaderOptions train_loader = setup_.train_loader;
   train_loader.shard = rank();
   train_loader.shards = ranks();
@@ -247,19 +239,7 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
       train_set_, train_loader, setup_.dataset.image, make_augmentation(setup_.dataset.augment, vocabulary_));
   val_loader_ = std::make_unique<Loader>(val_set_, setup_.eval_loader, setup_.dataset.image);
   validation_search_ = make_caption_search(setup_.validation);
-  if (options_.objective == Objective::scst) {
-    // Document frequencies of the training references, with <end> as a word or not (scst.h).
-    std::vector<std::vector<Tokens>> corpus;
-    corpus.reserve(data_.train.images.size());
-    for (const auto& image : data_.train.images) {
-      auto& references = corpus.emplace_back();
-      for (const auto& caption : image.captions)
-        references.push_back(reward_tokens(caption.words, true, options_.scst.count_end));
-    }
-    scst_reward_ = std::make_unique<CiderD>(corpus);
-    scst_search_.method = SearchMethod::sample;
-    scst_search_.max_length = options_.max_length;
-  }
+  if (options_.objective == Objective::scst) prepare_self_critical();
   if (EventWriter* events = setup_.log ? setup_.log->events() : nullptr)
     events->add_text("config", config_markdown(setup_.config_yaml), state_.step);
   log::info() << "Training on "
@@ -272,6 +252,29 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::broadcast_rank0_state() {
+  // They already agree when all ranks start from one seed or checkpoint; this makes it so.
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> state;
+  for (const auto& parameter : model_->parameters()) state.push_back(parameter.data());
+  for (const auto& buffer : model_->buffers()) state.push_back(buffer.data());
+  setup_.group->broadcast(state);
+}
+
+void Trainer::prepare_self_critical() {
+  // Document frequencies of the training references, with <end> as a word or not (scst.h).
+  std::vector<std::vector<Tokens>> corpus;
+  corpus.reserve(data_.train.images.size());
+  for (const auto& image : data_.train.images) {
+    auto& references = corpus.emplace_back();
+    for (const auto& caption : image.captions)
+      references.push_back(reward_tokens(caption.words, true, options_.scst.count_end));
+  }
+  scst_reward_ = std::make_unique<CiderD>(corpus);
+  scst_search_.method = SearchMethod::sample;
+  scst_search_.max_length = options_.max_length;
+}
 
 TrainResult Trainer::run() {
   const auto started = std::chrono::steady_clock::now();

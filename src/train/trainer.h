@@ -123,6 +123,11 @@ class Trainer {
  private:
   struct StepLog;
 
+  // Rank 0's parameters and buffers on every rank (data-parallel).
+  void broadcast_rank0_state();
+  // objective=scst: the sampling search and CIDEr-D over the training references.
+  void prepare_self_critical();
+
   // One optimizer step on `batch`; returns what the metrics row of this step shows.
   StepLog step(const Batch& batch, int64_t epoch);
   // What the step minimizes, this rank's share of the whole batch's (data-parallel), with the
