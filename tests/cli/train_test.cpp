@@ -16,11 +16,18 @@
 namespace saccade::testing {
 namespace {
 
-// The single run folder under `work/experiments/smoke/`.
-std::filesystem::path only_run(const std::filesystem::path& work) {
+// The run folders under `work/experiments/smoke/` (none when it is not there).
+std::vector<std::filesystem::path> smoke_runs(const std::filesystem::path& work) {
   std::vector<std::filesystem::path> runs;
+  if (!std::filesystem::exists(work / "experiments/smoke")) return runs;
   for (const auto& entry : std::filesystem::directory_iterator(work / "experiments/smoke"))
     runs.push_back(entry.path());
+  return runs;
+}
+
+// The single run folder under `work/experiments/smoke/`.
+std::filesystem::path only_run(const std::filesystem::path& work) {
+  const std::vector<std::filesystem::path> runs = smoke_runs(work);
   if (runs.size() != 1)
     throw std::runtime_error("expected one run folder, found " + std::to_string(runs.size()));
   return runs.front();
@@ -477,7 +484,8 @@ TEST(Train, KilledAtAnyMomentRestartsCleanlyAndResumesExactly) {
     std::vector<std::string> restart = {"run.dir=" + (work / "restart").string()};
     int saved_epochs = 0;
     std::string abandoned_run;  // a killed run with no checkpoint: nothing resumes it, so nothing tidies it
-    if (std::filesystem::exists(work / "experiments/smoke")) {
+    // A kill between making experiments/smoke/ and the run folder inside it leaves no run.
+    if (!smoke_runs(work.path()).empty()) {
       const auto killed_run = only_run(work.path());
       if (std::filesystem::exists(killed_run / "checkpoints/last")) {
         saved_epochs =
