@@ -11,8 +11,12 @@ if(NOT SACCADE_GIT_COMMIT)
   set(SACCADE_GIT_COMMIT "unknown")
 endif()
 
-# Warnings, sanitizers and the include root (`#include "models/attention.h"`).
+# Warnings, sanitizers, and a unity build: a target's sources are compiled four to a translation
+# unit, since each file spent most of its time instantiating and compiling the same LibTorch
+# templates (docs/testing.md has the build times). So names at file scope, anonymous namespaces
+# included, must differ between a target's files.
 function(saccade_configure_target target)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 4)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wno-unused-parameter)
   if(SACCADE_WERROR)
     target_compile_options(${target} PRIVATE -Werror)

@@ -2,7 +2,8 @@
 # Runs scripts/test.sh against Debian 13 ("trixie"): LibTorch 2.6, GCC 14, Python 3.13's torchrun.
 # On Debian 12 it makes, once, a Debian 13 root with debootstrap and the packages scripts/setup.sh
 # names, and runs the same checkout's scripts/test.sh inside it (build folders end in -debian13);
-# on Debian 13 itself it is scripts/test.sh. Called as `scripts/test.sh --debian13 [ARGS]`.
+# on Debian 13 itself it is scripts/test.sh. Called as `scripts/test.sh --debian13 [ARGS]`;
+# `scripts/test.sh --debian13 --prepare` only makes the root (CI makes it while it builds).
 #   SACCADE_DEBIAN13_ROOT   where the root is kept (default /var/cache/saccade/debian13)
 #   SACCADE_DEBIAN_MIRROR   the archive to make it from (default: the one apt uses here)
 # The root is made under a temporary name and renamed when complete, so an interrupted or failed
@@ -16,7 +17,13 @@ fail() {
   exit 1
 }
 
+prepare_only=false
+if [ "${1:-}" = "--prepare" ]; then
+  prepare_only=true
+  shift
+fi
 if grep -q '^VERSION_ID="13"' /etc/os-release 2>/dev/null; then
+  $prepare_only && exit 0
   exec scripts/test.sh "$@"
 fi
 [ "$(id -u)" -eq 0 ] || fail "needs root (debootstrap and chroot make and enter the Debian 13 root); run it as root or with sudo"
@@ -83,6 +90,7 @@ mkdir -p "$(dirname "$root")" || fail "cannot create $(dirname "$root")"
 exec 9>"$root.lock"
 flock 9  # one run at a time enters the root
 [ -d "$root" ] || make_root
+$prepare_only && exit 0
 
 trap 'unmount_within "$root"' EXIT
 enter_mounts "$root"

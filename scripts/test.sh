@@ -5,7 +5,8 @@
 #   scripts/test.sh --sanitize   the same suite built with AddressSanitizer, UndefinedBehaviorSanitizer
 #                                and libstdc++'s assertions, in build-sanitize/
 #   scripts/test.sh --debian13 [ARGS]   the same, against Debian 13's LibTorch 2.6 and GCC 14, in a
-#                                Debian 13 root made once (scripts/debian13.sh), in build-debian13/
+#                                Debian 13 root made once (scripts/debian13.sh), in build-debian13/;
+#                                with --prepare it only makes that root
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

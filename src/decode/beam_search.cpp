@@ -18,8 +18,6 @@
 namespace saccade {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
 // A hypothesis that emitted <end> at step `words`: its words are the path of live slot `slot`
 // after `words` steps.
 struct Finished {

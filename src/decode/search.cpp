@@ -27,7 +27,6 @@ const EnumNames<SearchMethod> kSearchMethodNames(
     "decode method",
     {{SearchMethod::greedy, "greedy"}, {SearchMethod::beam, "beam"}, {SearchMethod::sample, "sample"}});
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Below this, log-probabilities divided by the temperature overflow float.
 constexpr double kMinTemperature = 1e-4;
 static_assert(

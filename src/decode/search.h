@@ -41,6 +41,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -52,6 +53,9 @@
 namespace saccade {
 
 class Config;
+
+// The score of a word or hypothesis that can no longer be chosen.
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // How each caption is searched: greedy (beam search of one hypothesis), beam (beam_size
 // hypotheses), sample (each word drawn from the model's distribution).
