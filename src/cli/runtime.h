@@ -34,10 +34,10 @@ double measure_matmul_gflops(int size = 256);
 // (GOMP_SPINCOUNT=kOpenMPSpinCount), which decoding's many short parallel regions per step need
 // (passive threads pay a wake-up at each), and with OpenBLAS's threads asleep at once
 // (OPENBLAS_THREAD_TIMEOUT=kOpenBlasThreadTimeout, 2^4 cycles), paying a wake-up at the next
-// product that reaches BLAS. Training gains too: on the 2-core Xeon of the README the peers'
-// decoder step took 427 ms against 470-478 ms with passive OpenMP threads, and the shapes demo
-// trained at 249-253 against 221-222 images/s. The process re-executes itself once with these
-// settings; a variable the user set is kept as it is.
+// product that reaches BLAS. Training gains too: on the 2-core Xeon of docs/speed.md ("Speed
+// set-up") the peers' decoder step took 427 ms against 470-478 ms with passive OpenMP threads,
+// and the shapes demo trained at 249-253 against 221-222 images/s. The process re-executes itself
+// once with these settings; a variable the user set is kept as it is.
 inline constexpr const char* kOpenMPSpinCount = "10000";
 inline constexpr const char* kOpenBlasThreadTimeout = "4";
 void choose_thread_waiting(char** argv);

@@ -68,7 +68,7 @@ c10::Device resolve_device(
     refuse(
         name,
         "this saccade is built against a LibTorch without CUDA. HINT: runtime.device=cpu, or build against a "
-        "CUDA LibTorch (README, 'Building against another LibTorch')");
+        "CUDA LibTorch (docs/building.md, 'Building against another LibTorch')");
   }
   if (inventory.gpus == 0) refuse(name, "no GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
   if (!any_gpu && local_ranks > 1) {

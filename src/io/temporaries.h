@@ -20,7 +20,7 @@ namespace saccade {
 // the system's reason; the other sets `error` and returns what went before it.
 // std::filesystem::remove_all is not called: with libstdc++ linked statically (a GCC configured
 // so), an executable beside PyTorch 2.11's pip LibTorch takes LibTorch's copy of it, which jumps to
-// address 0 (README, "Building against another LibTorch").
+// address 0 (docs/building.md, "Building against another LibTorch").
 std::uintmax_t remove_tree(const std::filesystem::path& path);
 std::uintmax_t remove_tree(const std::filesystem::path& path, std::error_code& error);
 

@@ -43,7 +43,7 @@ TEST(Placement, DevicesThatCannotBeHadAreOneLineNamingKeyAndValue) {
   EXPECT_EQ(
       refusal("cuda", 0, 1, kNoCuda),
       "runtime.device=cuda: this saccade is built against a LibTorch without CUDA. HINT: runtime.device=cpu, "
-      "or build against a CUDA LibTorch (README, 'Building against another LibTorch')");
+      "or build against a CUDA LibTorch (docs/building.md, 'Building against another LibTorch')");
   EXPECT_EQ(
       refusal("cuda:0", 0, 1, kCudaNoGpu),
       "runtime.device=cuda:0: no GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)");
