@@ -11,6 +11,7 @@
 #include "base/enum_names.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/few_rows_linear.h"
+#include "models/tensor_rows.h"
 
 namespace saccade {
 namespace {
@@ -82,14 +83,6 @@ void validate(const AttentionOptions& options) {
         "The attention dim (" + std::to_string(options.dim) + ") must be divisible by the number of heads (" +
         std::to_string(options.heads) + ")");
   }
-}
-
-torch::Tensor rows_of(const torch::Tensor& x, const torch::Tensor& index) {
-  return x.defined() ? x.index_select(0, index) : x;
-}
-
-torch::Tensor rows_read(const torch::Tensor& images, const torch::Tensor& chosen) {
-  return images.defined() ? images.index_select(0, chosen) : chosen;
 }
 
 torch::Tensor AttentionMemory::per_image(const torch::Tensor& x) const {

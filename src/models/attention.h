@@ -95,12 +95,6 @@ struct AttentionOptions {
 // Throws std::invalid_argument, one sentence per broken rule (unknown kind lists the known ones).
 void validate(const AttentionOptions& options);
 
-// Rows `index` of x (undefined stays undefined): how the decoders' states select their rows.
-torch::Tensor rows_of(const torch::Tensor& x, const torch::Tensor& index);
-// The rows of a memory that images `chosen` (positions among those of `images`) read, where the
-// images already read rows `images` of it (undefined: every row, in order).
-torch::Tensor rows_read(const torch::Tensor& images, const torch::Tensor& chosen);
-
 // The encoder-side part of attention, computed once per image and reused at every step and beam.
 struct AttentionMemory {
   torch::Tensor keys;    // [B, L, A] (general: [B, L, H]; multihead: [B, N, L, K])

@@ -1,6 +1,6 @@
 // Captioner: the whole model, an encoder followed by a decoder (the Show-Attend-Tell attention LSTM
 // or a Transformer, models/decoder.h), optionally with a refiner between them (self-attention over the grid,
-// models/transformer.h).
+// models/grid_refiner.h).
 //
 //   Captioner model = build_captioner(encoder_options, decoder_options, vocabulary.size());
 //   torch::Tensor a = model->encode(images);                          // [B, L, D]
@@ -9,7 +9,7 @@
 //
 // Parameter names are "encoder.<torchvision name>", "refiner.<torch.nn.TransformerEncoder name>"
 // and "decoder.<decoder name>", so a checkpoint's model.safetensors maps one to one onto the
-// modules (see encoder.h, transformer.h and decoder.h).
+// modules (see encoder.h, grid_refiner.h and decoder.h).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -17,7 +17,7 @@
 
 #include "models/decoder.h"
 #include "models/encoder.h"
-#include "models/transformer.h"
+#include "models/grid_refiner.h"
 
 namespace saccade {
 

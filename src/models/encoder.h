@@ -41,7 +41,7 @@
 #include "base/registry.h"
 #include "config/config.h"
 #include "models/grid_position.h"
-#include "models/transformer.h"
+#include "models/grid_refiner.h"
 
 namespace saccade {
 

@@ -1,15 +1,58 @@
-// The Transformer decoder: one pass under the causal mask for training, cached steps for
-// decoding (see transformer_decoder.h).
+// The Transformer decoder and its layer: one pass under the causal mask for training, cached steps
+// for decoding (see transformer_decoder.h).
 #include "models/transformer_decoder.h"
 
 #include <torch/nn/init.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "models/grid_position.h"
 
 namespace saccade {
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(
+    int64_t dim, int64_t heads, int64_t ffn_dim, double dropout_p)
+    : self_attn(register_module("self_attn", TransformerAttention(dim, heads, dropout_p))),
+      multihead_attn(register_module("multihead_attn", TransformerAttention(dim, heads, dropout_p))),
+      linear1(register_module("linear1", torch::nn::Linear(dim, ffn_dim))),
+      linear2(register_module("linear2", torch::nn::Linear(ffn_dim, dim))),
+      norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      norm3(register_module("norm3", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})))),
+      dropout(register_module("dropout", torch::nn::Dropout(dropout_p))) {}
+
+DecoderLayerOutput TransformerDecoderLayerImpl::forward(
+    const torch::Tensor& x,
+    const torch::Tensor& past_keys_t,
+    const torch::Tensor& past_values,
+    const torch::Tensor& grid_keys_t,
+    const torch::Tensor& grid_values,
+    const torch::Tensor& mask,
+    PackedWeights packed,
+    const torch::Tensor& grid_images) {
+  DecoderLayerOutput out;
+  const auto qkv = self_attn->project_all(x, packed);
+  out.keys_t = qkv[1].transpose(-2, -1);
+  out.values = qkv[2];
+  if (past_keys_t.defined()) {
+    out.keys_t = torch::cat({past_keys_t, out.keys_t}, 3);
+    out.values = torch::cat({past_values, out.values}, 2);
+  }
+  const HeadsOutput own = self_attn->attend(qkv[0], out.keys_t, out.values, mask, packed);
+  const torch::Tensor words = norm1(x + dropout(own.output));
+  const HeadsOutput read = multihead_attn->attend(
+      multihead_attn->project(words, 0, packed), grid_keys_t, grid_values, {}, packed, grid_images);
+  const torch::Tensor grounded = norm2(words + dropout(read.output));
+  out.x = residual_feed_forward(grounded, linear1, linear2, norm3, dropout, packed);
+  out.grid_weights = read.weights;
+  return out;
+}
+
+torch::Tensor causal_mask(int64_t count, const torch::TensorOptions& options) {
+  return torch::full({count, count}, -std::numeric_limits<double>::infinity(), options).triu(1);
+}
 
 TransformerDecoderImpl::TransformerDecoderImpl(const DecoderOptions& options) : options_(options) {
   validate(options);

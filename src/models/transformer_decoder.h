@@ -10,8 +10,8 @@
 // The model, with y_0 = <start>:
 //   grid  g_i = W_g a_i + b_g                                      (grid_proj: D -> d)
 //   input x_t = sqrt(d) E y_{t-1} + PE(t)                          (1D sinusoidal, models/grid_position.h)
-//   layers of TransformerDecoderLayer (models/transformer.h): masked self-attention over the
-//   words so far, cross-attention to g, feed-forward; post-norm.
+//   layers of TransformerDecoderLayer (below; its attention is models/transformer.h's): masked
+//   self-attention over the words so far, cross-attention to g, feed-forward; post-norm.
 //   logits = x_t W_o^T + b_o                                       (W_o = E when tied_embeddings)
 // Training runs all T positions in one pass under the causal mask: position t never sees a later
 // word. Decoding keeps, per layer, the keys and values of the words read so far (DecoderState
@@ -36,12 +36,56 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include "models/decoder.h"
 #include "models/transformer.h"
 
 namespace saccade {
+
+// What a decoder layer returns.
+struct DecoderLayerOutput {
+  torch::Tensor x;             // [B, T, D]
+  torch::Tensor keys_t;        // [B, N, K, S + T]: the self-attention's keys, transposed, earlier words first
+  torch::Tensor values;        // [B, N, S + T, K]: its values
+  torch::Tensor grid_weights;  // [B, N, T, L]: the cross-attention's weights over the grid
+};
+
+// One post-norm Transformer decoder layer, as torch.nn.TransformerDecoderLayer with batch_first
+// and ReLU (and its parameter names: self_attn, multihead_attn, linear1, linear2, norm1..3):
+//   x = LayerNorm_1(x + dropout(SelfAttention(x, mask)))          the words
+//   x = LayerNorm_2(x + dropout(CrossAttention(x, grid)))         queries from the words, keys and
+//                                                                 values from the grid
+//   x = LayerNorm_3(x + dropout(W_2 dropout(relu(W_1 x + b_1)) + b_2))
+class TransformerDecoderLayerImpl : public torch::nn::Module {
+ public:
+  TransformerDecoderLayerImpl(int64_t dim, int64_t heads, int64_t ffn_dim, double dropout);
+  // x [B, T, D]: new positions after S earlier ones whose self-attention keys (transposed) and
+  // values are past_keys_t [B, N, K, S] and past_values [B, N, S, K] (undefined: S = 0).
+  // grid_keys_t [B, N, K, L], grid_values [B, N, L, K]: multihead_attn->project(grid, 1), transposed,
+  // and (grid, 2); grid_images: the rows of those that x's images read (undefined: all, in
+  // order). mask: additive [T, S + T] or undefined.
+  DecoderLayerOutput forward(
+      const torch::Tensor& x,
+      const torch::Tensor& past_keys_t,
+      const torch::Tensor& past_values,
+      const torch::Tensor& grid_keys_t,
+      const torch::Tensor& grid_values,
+      const torch::Tensor& mask = {},
+      PackedWeights packed = {},
+      const torch::Tensor& grid_images = {});
+
+  TransformerAttention self_attn{nullptr}, multihead_attn{nullptr};
+  torch::nn::Linear linear1{nullptr}, linear2{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(TransformerDecoderLayer);
+
+// The causal mask of `count` positions: [count, count], 0 on and below the diagonal, -inf above
+// (position t sees positions 0 .. t).
+torch::Tensor causal_mask(int64_t count, const torch::TensorOptions& options);
 
 class TransformerDecoderImpl : public CaptionDecoderImpl {
  public:

@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "decode/running_members.h"
+#include "models/attention_lstm_decoder.h"
 #include "models/transformer_decoder.h"
 #include "test_util.h"
 #include "tiny_decoder.h"

@@ -8,7 +8,7 @@
 #include <map>
 #include <utility>
 
-#include "models/decoder.h"
+#include "models/attention_lstm_decoder.h"
 
 namespace saccade::testing {
 

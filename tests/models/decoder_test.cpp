@@ -1,6 +1,6 @@
 // AttentionLSTMDecoder against a naive per-step reference built from torch's own LSTMCell, finite
 // differences, and its own step API.
-#include "models/decoder.h"
+#include "models/attention_lstm_decoder.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

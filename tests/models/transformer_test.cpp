@@ -2,6 +2,7 @@
 // MultiheadAttention and TransformerEncoder(Layer) with the same weights, finite differences, and
 // the refiner's options and errors.
 #include "models/transformer.h"
+#include "models/grid_refiner.h"
 #include "models/transformer_decoder.h"
 
 #include <gtest/gtest.h>
