@@ -2,6 +2,7 @@
 #include <filesystem>
 
 #include "config/config.h"
+#include "config/config_repository.h"
 #include "config/defaults_list.h"
 #include "config/interpolation.h"
 #include "config/overrides.h"

@@ -521,6 +521,24 @@ std::string python_str(const YAML::Node& node) {
   }
 }
 
+const char* python_type(const YAML::Node& node) {
+  if (node.IsMap()) return "dict";
+  if (node.IsSequence()) return "list";
+  switch (scalar_kind(node)) {
+    case ScalarKind::kNull:
+      return "NoneType";
+    case ScalarKind::kBool:
+      return "bool";
+    case ScalarKind::kInt:
+      return "int";
+    case ScalarKind::kFloat:
+      return "float";
+    case ScalarKind::kString:
+      break;
+  }
+  return "str";
+}
+
 bool values_equal(const YAML::Node& a, const YAML::Node& b) {
   if (a.IsMap() || b.IsMap()) {
     if (!a.IsMap() || !b.IsMap() || a.size() != b.size()) return false;

@@ -59,6 +59,10 @@ std::string scalar_text(const YAML::Node& node);
 // "True", "None", "1.5", "[1, 'x']", "{'a': 1}".
 std::string python_str(const YAML::Node& node);
 
+// Python's type() name of a value as OmegaConf loads it ("dict", "list", "NoneType", "bool", "int",
+// "float", "str"), which Hydra's errors name.
+const char* python_type(const YAML::Node& node);
+
 // Equality of resolved values as Python compares them (1 == 1.0, 'a' == 'a').
 bool values_equal(const YAML::Node& a, const YAML::Node& b);
 

@@ -16,6 +16,7 @@
 
 #include "base/text.h"
 #include "config/yaml_tree.h"
+#include "io/host_name.h"
 #include "io/log.h"
 #include "io/temporaries.h"
 
@@ -29,12 +30,6 @@ std::string now_iso8601() {
   char text[40];
   std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S%z", &local);
   return text;
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
 }
 
 std::string emit(const YAML::Node& node) {

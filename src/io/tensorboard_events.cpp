@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "io/host_name.h"
+
 namespace saccade {
 namespace {
 
@@ -97,12 +99,6 @@ std::string summary_event(int64_t step, const std::string& value) {
   std::string event = event_start(step);
   put_bytes_field(event, 5, summary);
   return event;
-}
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
 }
 
 }  // namespace
