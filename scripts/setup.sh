@@ -21,6 +21,8 @@ if [ "${1:-}" != "--build-only" ]; then
     # Independent readers for the tests: the report page is rendered in headless Chromium,
     # TensorBoard event files are decoded by protoc --decode_raw.
     chromium protobuf-compiler
+    # The reference BLAS, which saccade must name in a warning when products go to it.
+    libblas3
     # Makes the Debian 13 root of `scripts/test.sh --debian13`.
     debootstrap
   )

@@ -1,6 +1,7 @@
 // The benchmark cases of `saccade bench` (one file each) and what they share.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -21,6 +22,9 @@ int bench_encoder(const Job& job);  // bench_encoder.cpp: the frozen CNN encoder
 // layers of width 512 with 8 heads and a feed-forward of 2048 (Vaswani et al.'s base model, as
 // the Transformer captioners configure it), dropout 0.1.
 DecoderOptions peer_decoder_options(const Config& config);
+
+// The peers' published shape: 32 images of 196 locations (a 14x14 grid), 20 decoder steps.
+inline constexpr int64_t kPeerBatch = 32, kPeerLocations = 196, kPeerSteps = 20;
 
 // "D=2048 L=196 A=E=H=512 V=10000 ..." for `options`, as the benches print it.
 std::string describe_decoder(const DecoderOptions& options);

@@ -37,8 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kLocations = 196, kBatch = 32, kMaxLength = 20;
-
 // Best (least disturbed on a shared machine) ms per image of `repeats` timed searches over
 // annotations [B, L, D], after one untimed warm-up search.
 double ms_per_image(
@@ -78,12 +76,12 @@ class LengthForcedDecoder : public ForwardingDecoderImpl {
       const int64_t word = previous.data_ptr<int64_t>()[r];
       // The caption's length and the words named so far: (lengths[image], 0) after <start>.
       const int64_t code = (word - kFirstWord) / beams_;
-      const int64_t length = word == kStartId ? lengths_.at(r / beams_) : code / kMaxLength;
-      const int64_t named = word == kStartId ? 0 : code % kMaxLength + 1;
+      const int64_t length = word == kStartId ? lengths_.at(r / beams_) : code / kPeerSteps;
+      const int64_t named = word == kStartId ? 0 : code % kPeerSteps + 1;
       for (int64_t variant = 0; variant < (named == length ? 1 : beams_); ++variant) {
         raised_rows.push_back(r);
         raised_words.push_back(
-            named == length ? kEndId : kFirstWord + (length * kMaxLength + named) * beams_ + variant);
+            named == length ? kEndId : kFirstWord + (length * kPeerSteps + named) * beams_ + variant);
       }
     }
     const auto device = step.logits.device();
@@ -202,8 +200,9 @@ int bench_beam(const Job& job) {
   decoder->eval();
   decoder->to(job.placement.device);
   // Every search copies its captions to the host at the end, so the clock needs no extra wait.
-  const auto single = torch::randn({1, kLocations, 2048}).to(job.placement.device);        // [1, L, D]
-  const auto batched = torch::randn({kBatch, kLocations, 2048}).to(job.placement.device);  // [B, L, D]
+  const auto single = torch::randn({1, kPeerLocations, 2048}).to(job.placement.device);  // [1, L, D]
+  const auto batched =
+      torch::randn({kPeerBatch, kPeerLocations, 2048}).to(job.placement.device);  // [B, L, D]
   const InferencePrecision inference_precision(job.placement);
   const double matmul_gflops = measure_matmul_gflops(1024);
   std::printf(
@@ -211,11 +210,11 @@ int bench_beam(const Job& job) {
       runtime_environment().c_str(), matmul_gflops);
   std::printf(
       "%s; L=196, max_length %lld; on %s\n", describe_decoder(options).c_str(),
-      static_cast<long long>(kMaxLength), InferencePrecision::describe(job.placement).c_str());
+      static_cast<long long>(kPeerSteps), InferencePrecision::describe(job.placement).c_str());
   std::printf("%-10s %18s %22s\n", "search", "1 image (ms/img)", "32 images (ms/img)");
 
   SearchOptions greedy_options;
-  greedy_options.max_length = kMaxLength;
+  greedy_options.max_length = kPeerSteps;
   const CaptionSearch greedy(SearchMethod::greedy, greedy_options);
   std::printf(
       "%-10s %18.1f %22.1f\n", greedy.describe().c_str(), ms_per_image(greedy, *decoder, single, 5),
@@ -223,7 +222,7 @@ int bench_beam(const Job& job) {
   for (int64_t beam_size : {1, 3, 5}) {
     SearchOptions options;
     options.beam_size = beam_size;
-    options.max_length = kMaxLength;
+    options.max_length = kPeerSteps;
     const CaptionSearch beam(SearchMethod::beam, options);
     std::printf(
         "%-10s %18.1f %22.1f\n", beam.describe().c_str(), ms_per_image(beam, *decoder, single, 5),
@@ -231,11 +230,11 @@ int bench_beam(const Job& job) {
   }
   SearchOptions beam5;
   beam5.beam_size = 5;
-  beam5.max_length = kMaxLength;
+  beam5.max_length = kPeerSteps;
   // Captions of 8 to 20 words (mean 13.8), spread over the batch: finished rows leave the search
   // (RunningMembers), where the lines above run every row to max_length.
   std::vector<int64_t> lengths;
-  for (int64_t b = 0; b < kBatch; ++b) lengths.push_back(8 + b * 13 / kBatch);
+  for (int64_t b = 0; b < kPeerBatch; ++b) lengths.push_back(8 + b * 13 / kPeerBatch);
   for (const auto& [search, beams] : std::vector<std::pair<CaptionSearch, int64_t>>{
            {greedy, 1}, {CaptionSearch(SearchMethod::beam, beam5), 5}}) {
     LengthForcedDecoder ending(decoder.ptr(), lengths, beams);
@@ -246,12 +245,13 @@ int bench_beam(const Job& job) {
   if (options.kind == DecoderKind::lstm) {
     // The products' floor under the greedy line over 32 images: its steps (max_length words and
     // <end>) at the matmul's speed, the attention's reads of the grids not counted.
-    const int64_t steps = kMaxLength + 1;
-    const double gflop = lstm_forward_flops(options, kBatch, kLocations).total(kBatch * steps) / 1e9;
+    const int64_t steps = kPeerSteps + 1;
+    const double gflop =
+        lstm_forward_flops(options, kPeerBatch, kPeerLocations).total(kPeerBatch * steps) / 1e9;
     std::printf(
         "greedy over 32 images makes %.1f GFLOP of products in %lld steps: %.1f ms per image at the matmul's "
         "speed\n",
-        gflop, static_cast<long long>(steps), gflop / matmul_gflops / kBatch * 1e3);
+        gflop, static_cast<long long>(steps), gflop / matmul_gflops / kPeerBatch * 1e3);
   }
   print_op_profile(
       "beam 5, 1 image", [&] { CaptionSearch(SearchMethod::beam, beam5).search(*decoder, single); }, 12);

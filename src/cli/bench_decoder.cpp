@@ -38,7 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kBatch = 32, kLocations = 196, kSteps = 20;
 constexpr int kWarmupSteps = 2, kTimedSteps = 10;
 
 double seconds_since(Clock::time_point start) {
@@ -223,10 +222,10 @@ struct DecoderBench {
   CaptionDecoder decoder{build_decoder(options)};
   FusedAdam optimizer{decoder->parameters(), torch::optim::AdamOptions(4e-4)};
   torch::Tensor features =
-      torch::randn({kBatch, kLocations, options.annotation_dim}).relu_();  // like conv features
-  torch::Tensor tokens = torch::randint(options.vocab_size, {kBatch, kSteps}, torch::kLong);
-  torch::Tensor targets = torch::randint(options.vocab_size, {kBatch, kSteps}, torch::kLong);
-  torch::Tensor lengths = torch::full({kBatch}, kSteps, torch::kLong);
+      torch::randn({kPeerBatch, kPeerLocations, options.annotation_dim}).relu_();  // like conv features
+  torch::Tensor tokens = torch::randint(options.vocab_size, {kPeerBatch, kPeerSteps}, torch::kLong);
+  torch::Tensor targets = torch::randint(options.vocab_size, {kPeerBatch, kPeerSteps}, torch::kLong);
+  torch::Tensor lengths = torch::full({kPeerBatch}, kPeerSteps, torch::kLong);
 
   // One training step on rows [first, first + rows) of the batch; with `peers`, the gradients
   // are summed over the ranks before the update.
@@ -270,15 +269,16 @@ void bench_data_parallel(DecoderBench& bench, ProcessGroup& group) {
   if (group.is_main()) {
     const int threads = at::get_num_threads();
     set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    one_process = median(time_steps([&](StepTimes& times) { bench.step(times, 0, kBatch, nullptr); }).total);
+    one_process =
+        median(time_steps([&](StepTimes& times) { bench.step(times, 0, kPeerBatch, nullptr); }).total);
     std::printf(
         "one process, %d threads: step %.1f ms, %.1f images/s\n", at::get_num_threads(), 1e3 * one_process,
-        kBatch / one_process);
+        kPeerBatch / one_process);
     set_threads(threads);
   }
   group.barrier();
-  const int64_t first = group.rank() * kBatch / group.size();
-  const int64_t rows = (group.rank() + 1) * kBatch / group.size() - first;
+  const int64_t first = group.rank() * kPeerBatch / group.size();
+  const int64_t rows = (group.rank() + 1) * kPeerBatch / group.size() - first;
   const StepTimes times = time_steps([&](StepTimes& t) { bench.step(t, first, rows, &group); });
   if (!group.is_main()) return;
   const double seconds = median(times.total);
@@ -288,7 +288,7 @@ void bench_data_parallel(DecoderBench& bench, ProcessGroup& group) {
       group.backend_for(bench.placement.device).c_str());
   print_step(times);
   std::printf(
-      "speed: %.1f images/s; against one process on the same cores: %.0f%%\n", kBatch / seconds,
+      "speed: %.1f images/s; against one process on the same cores: %.0f%%\n", kPeerBatch / seconds,
       100.0 * one_process / seconds);
 }
 
@@ -302,8 +302,8 @@ void print_machine() {
 
 void print_decoder(const DecoderOptions& options, const Placement& placement) {
   std::printf(
-      "%s; B=%ld L=%ld T=%ld, Adam; on %s\n", describe_decoder(options).c_str(), long(kBatch),
-      long(kLocations), long(kSteps), describe(placement).c_str());
+      "%s; B=%ld L=%ld T=%ld, Adam; on %s\n", describe_decoder(options).c_str(), long(kPeerBatch),
+      long(kPeerLocations), long(kPeerSteps), describe(placement).c_str());
 }
 
 // Word ids as the words a reward reads ("17").
@@ -344,16 +344,16 @@ int bench_decoder(const Job& job) {
   const DecoderOptions& options = bench.options;
   if (main_rank) print_decoder(options, job.placement);
   if (job.group != nullptr) {
-    if (main_rank) training_flops(options, kBatch, kLocations, kBatch * kSteps);
+    if (main_rank) training_flops(options, kPeerBatch, kPeerLocations, kPeerBatch * kPeerSteps);
     bench_data_parallel(bench, *job.group);
     return 0;
   }
-  const double flops = training_flops(options, kBatch, kLocations, kBatch * kSteps);
-  const auto step = [&](StepTimes& times) { bench.step(times, 0, kBatch, nullptr); };
+  const double flops = training_flops(options, kPeerBatch, kPeerLocations, kPeerBatch * kPeerSteps);
+  const auto step = [&](StepTimes& times) { bench.step(times, 0, kPeerBatch, nullptr); };
   const StepTimes times = time_steps(step);
   const double seconds = median(times.total);
   print_step(times);
-  std::printf("speed: %.1f images/s, %.1f GFLOP/s achieved\n", kBatch / seconds, flops / seconds / 1e9);
+  std::printf("speed: %.1f images/s, %.1f GFLOP/s achieved\n", kPeerBatch / seconds, flops / seconds / 1e9);
   StepTimes profiled;
   print_op_profile(
       "one step", [&] { step(profiled); }, 20);
@@ -369,10 +369,10 @@ int bench_scst(const Job& job) {
   constexpr int64_t kSamples = 5;
   const auto corpus = synthetic_references(bench.options.vocab_size);
   const CiderD cider(corpus);
-  const std::vector<std::vector<Tokens>> references(corpus.begin(), corpus.begin() + kBatch);
+  const std::vector<std::vector<Tokens>> references(corpus.begin(), corpus.begin() + kPeerBatch);
   SearchOptions sampling;
   sampling.method = SearchMethod::sample;
-  sampling.max_length = kSteps;
+  sampling.max_length = kPeerSteps;
   SearchOptions greedy_options = sampling;
   greedy_options.method = SearchMethod::greedy;
   const auto greedy_search = make_caption_search(greedy_options);
@@ -380,8 +380,8 @@ int bench_scst(const Job& job) {
   scst_options.samples = kSamples;
 
   const double xent =
-      median(time_steps([&](StepTimes& times) { bench.step(times, 0, kBatch, nullptr); }).total);
-  std::printf("cross-entropy step: %.1f ms, %.1f images/s\n", 1e3 * xent, kBatch / xent);
+      median(time_steps([&](StepTimes& times) { bench.step(times, 0, kPeerBatch, nullptr); }).total);
+  std::printf("cross-entropy step: %.1f ms, %.1f images/s\n", 1e3 * xent, kPeerBatch / xent);
   ScstTimes warmup, timed;
   int64_t sampled_words = 0;
   const auto step = [&](ScstTimes& times) {
@@ -417,12 +417,12 @@ int bench_scst(const Job& job) {
   std::printf(
       "SCST step, %ld images x %ld samples (mean %.1f words) + greedy baseline (median of %d): %.1f ms = "
       "sample with autograd %.1f + greedy %.1f + CIDEr-D %.1f + backward %.1f + optimizer %.1f\n",
-      long(kBatch), long(kSamples), double(sampled_words) / (kTimedSteps * kBatch * kSamples), kTimedSteps,
-      1e3 * scst, 1e3 * median(timed.sample), 1e3 * median(timed.greedy), 1e3 * median(timed.reward),
-      1e3 * median(timed.backward), 1e3 * median(timed.optimizer));
+      long(kPeerBatch), long(kSamples), double(sampled_words) / (kTimedSteps * kPeerBatch * kSamples),
+      kTimedSteps, 1e3 * scst, 1e3 * median(timed.sample), 1e3 * median(timed.greedy),
+      1e3 * median(timed.reward), 1e3 * median(timed.backward), 1e3 * median(timed.optimizer));
   std::printf(
       "speed: %.1f images/s (%.1f sampled captions/s); the cross-entropy step is %.1fx faster per image\n",
-      kBatch / scst, kBatch * kSamples / scst, scst / xent);
+      kPeerBatch / scst, kPeerBatch * kSamples / scst, scst / xent);
   return 0;
 }
 

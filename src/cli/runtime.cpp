@@ -11,9 +11,11 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "cli/blas_library.h"
 #include "io/log.h"
 #include "kernels/few_rows_linear.h"
 #include "kernels/kernel_isa.h"
@@ -74,12 +76,10 @@ void apply_runtime(const RuntimeOptions& options, int local_workers) {
   static std::once_flag blas_once;
   if (options.check_blas) {
     std::call_once(blas_once, [] {
-      constexpr double kReferenceBlasGflops = 5.0;
-      const double gflops = measure_matmul_gflops();
-      log::debug() << "256x256 matmul: " << gflops << " GFLOP/s";
-      if (gflops < kReferenceBlasGflops) {
-        log::warn() << "matrix products run at " << gflops
-                    << " GFLOP/s: this looks like the reference BLAS (~40x slower than OpenBLAS). HINT: "
+      const std::optional<std::string> reference = reference_blas_in_use();
+      if (reference) {
+        log::warn() << "matrix products go to " << *reference
+                    << ", which looks like the reference BLAS (20-40x slower than OpenBLAS). HINT: "
                        "install libopenblas0-pthread (scripts/setup.sh) or check `update-alternatives "
                        "--display libblas.so.3-x86_64-linux-gnu`";
       }

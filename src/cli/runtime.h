@@ -1,4 +1,4 @@
-// Process-wide runtime settings: thread pools, BLAS sanity check, log level.
+// Process-wide runtime settings: thread pools, the reference-BLAS check, log level.
 #pragma once
 
 #include <string>
@@ -12,14 +12,14 @@ struct RuntimeOptions {
   int threads =
       0;  // intra-op and inter-op threads; 0 = all cores, shared by a machine's data-parallel workers
   log::Level log_level = log::Level::info;  // console log level: debug | info | warn | error
-  bool check_blas = true;  // time a 256x256 matmul at start and warn if BLAS is the reference one
+  bool check_blas = true;                   // warn at start when matrix products go to the reference BLAS
 };
 
 RuntimeOptions runtime_options_from(const Config& config);
 void validate(const RuntimeOptions& options);
 
 // Applies the options: torch intra-op threads, OpenBLAS threads, inter-op threads (first call
-// only: LibTorch allows setting them once), log level, and the BLAS speed check. With
+// only: LibTorch allows setting them once), log level, and the reference-BLAS check. With
 // runtime.threads=0 the `local_workers` processes of a data-parallel job on this machine share
 // its cores.
 void apply_runtime(const RuntimeOptions& options, int local_workers = 1);

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -99,6 +100,23 @@ TEST(Cli, BenchWithoutACaseListsTheCases) {
   EXPECT_EQ(result.exit_code, 0) << result.err;
   for (const std::string name : {"machine", "decoder", "scst", "loader", "beam", "encoder"})
     EXPECT_NE(result.out.find("\n  " + name + "  "), std::string::npos) << name << " in " << result.out;
+}
+
+// Products that go to netlib's reference BLAS (preloaded here, ahead of the OpenBLAS saccade
+// links) are one warning naming its file; with OpenBLAS there is none, however loaded the machine.
+TEST(Cli, AReferenceBlasIsOneWarningNamingItsFile) {
+  const std::string reference = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";
+  ASSERT_TRUE(std::filesystem::exists(reference)) << "scripts/setup.sh installs libblas3";
+  const auto plain = run_saccade({"bench"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err, "");
+  const auto slow = run_program({"env", "LD_PRELOAD=" + reference, SACCADE_BINARY, "bench"});
+  EXPECT_EQ(slow.exit_code, 0) << slow.err;
+  EXPECT_EQ(
+      slow.err.rfind("warn: matrix products go to " + reference + ", which looks like the reference BLAS", 0),
+      0)
+      << slow.err;
+  EXPECT_EQ(std::count(slow.err.begin(), slow.err.end(), '\n'), 1) << slow.err;
 }
 
 TEST(Cli, UnknownBenchCaseIsAOneLineUsageError) {
