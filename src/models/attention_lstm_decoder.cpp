@@ -33,10 +33,12 @@ struct AttentionLSTMDecoderImpl::Recurrence {
 // The previous word's share of the LSTM input, one of two forms: its gates W_E E y_{t-1} + b,
 // multiplied for every step at once (forward), or E y_{t-1} itself, which a decoding step
 // multiplies together with the context by the whole input weight: one pass over its rows rather
-// than two over strided blocks of them.
+// than two over strided blocks of them. With the query hidden_and_word, also its share of the
+// attention query, W_y E y_{t-1}.
 struct AttentionLSTMDecoderImpl::WordInput {
   torch::Tensor gates;     // [n, 4H] or undefined
   torch::Tensor embedded;  // [n, E] or undefined
+  torch::Tensor query;     // [n, Q] or undefined
 };
 
 struct AttentionLSTMDecoderImpl::CellOutput {
@@ -53,9 +55,18 @@ AttentionLSTMDecoderImpl::AttentionLSTMDecoderImpl(const DecoderOptions& options
   const int64_t V = options.vocab_size, D = options.annotation_dim, E = options.embed_dim,
                 H = options.hidden_dim;
   embedding = register_module("embedding", torch::nn::Embedding(V, E));
-  init_h = register_module("init_h", torch::nn::Linear(D, H));
-  init_c = register_module("init_c", torch::nn::Linear(D, H));
+  if (options.initial_state == InitialState::learned) {
+    initial_h = register_parameter("initial_h", torch::zeros({H}));
+    initial_c = register_parameter("initial_c", torch::zeros({H}));
+  } else {
+    init_h = register_module("init_h", torch::nn::Linear(D, H));
+    init_c = register_module("init_c", torch::nn::Linear(D, H));
+  }
   attention = register_module("attention", build_attention(options.attention()));
+  if (options.attention_query == AttentionQuery::hidden_and_word) {
+    query_word = register_module(
+        "query_word", torch::nn::Linear(torch::nn::LinearOptions(E, attention->query_size()).bias(false)));
+  }
   if (options.gate != Gate::none) {
     gate = register_module("gate", torch::nn::Linear(H, options.gate == Gate::scalar ? 1 : D));
   }
@@ -109,6 +120,7 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
   const auto parts = w.h_weight.multiply(h).split_with_sizes({Q, G, 4 * H}, 1);  // [n, Q], [n, G], [n, 4H]
   auto query = Q > 0 ? parts[0] : h;                                             // [n, Q]
   if (w.query_bias.defined()) query = query + w.query_bias;                      // [n, Q]
+  if (word.query.defined()) query = query + word.query;                          // [n, Q]
   const auto attended = attention->attend(memory, query, reader);                // eq. 4-6
   CellOutput out;
   out.alpha = attended.alpha;      // [n, L] or [n, N, L]
@@ -147,6 +159,14 @@ DecoderState AttentionLSTMDecoderImpl::init_state(
   // PackedWeights hands them to torch::linear).
   auto packed = torch::GradMode::is_enabled() ? PackedWeights() : step_recurrence().packed;
   auto memory = attention->remember(annotations, mask, packed);
+  DecoderState state;
+  if (!init_h) {
+    const int64_t B = annotations.size(0);
+    state.h = torch::tanh(initial_h).expand({B, -1}).contiguous();  // h_0 [B, H]
+    state.c = torch::tanh(initial_c).expand({B, -1}).contiguous();  // c_0 [B, H]
+    state.memory = std::move(memory);
+    return state;
+  }
   // The mean annotation over the locations the mask keeps: the context under uniform weights, by
   // the context's kernel (LibTorch's mean read the grid at a third of its speed).
   const auto kept = memory.mask.defined()
@@ -154,9 +174,8 @@ DecoderState AttentionLSTMDecoderImpl::init_state(
                         : torch::ones(annotations.sizes().slice(0, 2), annotations.options());
   const auto uniform = kept / kept.sum(1, /*keepdim=*/true).clamp_min(1.0);                     // [B, L]
   const auto mean = expected_value(uniform.unsqueeze(1), annotations.unsqueeze(1)).squeeze(1);  // [B, D]
-  DecoderState state;
-  state.h = torch::tanh(packed.linear(mean, init_h->weight, init_h->bias));  // h_0 [B, H]
-  state.c = torch::tanh(packed.linear(mean, init_c->weight, init_c->bias));  // c_0 [B, H]
+  state.h = torch::tanh(packed.linear(mean, init_h->weight, init_h->bias));                     // h_0 [B, H]
+  state.c = torch::tanh(packed.linear(mean, init_c->weight, init_c->bias));                     // c_0 [B, H]
   state.memory = std::move(memory);
   return state;
 }
@@ -264,6 +283,12 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   const auto x_gates =
       (w.input_weight.multiply(emb.reshape({T * B, E})) + w.input_bias).view({T, B, 4 * H});  // [T, B, 4H]
   const auto x_steps = x_gates.unbind(0);  // T x [B, 4H]; one autograd node for all steps
+  std::vector<torch::Tensor> query_steps;  // T x [B, Q]: W_y E y_{t-1}, hidden_and_word only
+  if (query_word) query_steps = query_word(emb).unbind(0);
+  const auto prefix = [](const std::vector<torch::Tensor>& steps, int64_t t, int64_t n) {
+    if (steps.empty()) return torch::Tensor();
+    return n < steps[t].size(0) ? steps[t].narrow(0, 0, n) : steps[t];
+  };
 
   // The recurrence over a shrinking prefix of rows; step t's n_t rows are appended to the packed
   // (time-major) lists at offsets[t]. Slicing only when n_t drops keeps autograd from building a
@@ -281,7 +306,7 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
       h = h.narrow(0, 0, n);  // [n, H]
       c = c.narrow(0, 0, n);  // [n, H]
     }
-    auto out = cell(w, memory, {n < B ? x_steps[t].narrow(0, 0, n) : x_steps[t], {}}, h, c, reader);
+    auto out = cell(w, memory, {prefix(x_steps, t, n), {}, prefix(query_steps, t, n)}, h, c, reader);
     h = out.h;                          // [n, H]
     c = out.c;                          // [n, H]
     memory.previous_alpha = out.alpha;  // a monotonic local centre follows its peak
@@ -334,8 +359,9 @@ DecoderStep AttentionLSTMDecoderImpl::step(
   const HardContextReader hard_reader(is_training(), {}, locations);
   const bool hard = options_.attention_mode == AttentionMode::hard &&
                     (is_training() || read == HardRead::argmax || locations.defined());
+  const auto word_query = query_word ? w.packed.linear(emb, query_word->weight) : torch::Tensor();  // [B, Q]
   auto out = cell(
-      w, state.memory, {{}, emb}, state.h, state.c,
+      w, state.memory, {{}, emb, word_query}, state.h, state.c,
       hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader());
   DecoderStep step;
   step.logits = readout(w, out.h, out.context, emb);  // [B, V]

@@ -9,7 +9,11 @@
 //
 // The model, per step t with y_{t-1} the previous word (y_0 = <start>):
 //   h_0 = tanh(f_init_h(mean_i a_i)), c_0 = tanh(f_init_c(mean_i a_i))          (Sec. 3.1.2)
+//     (decoder.initial_state=learned: h_0 = tanh(theta_h), c_0 = tanh(theta_c), the same for
+//      every image, so what the words say of the image comes through the attention)
 //   alpha_t, z_t = attention(a, h_{t-1})                                          eq. 4-6
+//     (decoder.attention.query=hidden_and_word: the query W_h h_{t-1} + W_y E y_{t-1} also reads
+//      the word just written, so the step after "red" can find the red object again)
 //   beta_t = sigmoid(f_beta(h_{t-1}))   (gate: scalar -> 1 unit, vector -> D units, none -> 1)
 //   i,f,g,o = W [E y_{t-1}; beta_t z_t] + U h_{t-1} + b                          eq. 1
 //   c_t = f * c_{t-1} + i * g, h_t = o * tanh(c_t)                                eq. 2, 3
@@ -42,8 +46,10 @@ namespace saccade {
 
 // Parameter names (checkpoints load by name):
 //   embedding.weight [V, E]
-//   init_h.{weight [H, D], bias}, init_c.{weight [H, D], bias}        f_init_h, f_init_c
+//   init_h.{weight [H, D], bias}, init_c.{weight [H, D], bias}        f_init_h, f_init_c (mean_annotation)
+//   initial_h [H], initial_c [H]                                       theta_h, theta_c (learned)
 //   attention.*                                                        see attention.h
+//   query_word.weight [Q, E]                                           W_y (query hidden_and_word only)
 //   gate.{weight [G, H], bias}                                         f_beta (absent for none)
 //   lstm.{weight_ih [4H, E+D], weight_hh [4H, H], bias_ih, bias_hh}   PyTorch LSTMCell layout,
 //                                                                      gates i, f, g, o
@@ -78,7 +84,9 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
 
   torch::nn::Embedding embedding{nullptr};
   torch::nn::Linear init_h{nullptr}, init_c{nullptr};
+  torch::Tensor initial_h, initial_c;
   Attention attention{nullptr};
+  torch::nn::Linear query_word{nullptr};
   torch::nn::Linear gate{nullptr};
   torch::nn::LSTMCell lstm{nullptr};
   torch::nn::Linear out_h{nullptr}, out_z{nullptr}, out{nullptr};

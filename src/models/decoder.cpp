@@ -23,6 +23,12 @@ const EnumNames<Gate> kGateNames(
     "gate", {{Gate::none, "none"}, {Gate::scalar, "scalar"}, {Gate::vector, "vector"}});
 const EnumNames<AttentionMode> kAttentionModeNames(
     "attention mode", {{AttentionMode::soft, "soft"}, {AttentionMode::hard, "hard"}});
+const EnumNames<AttentionQuery> kAttentionQueryNames(
+    "attention query",
+    {{AttentionQuery::hidden, "hidden"}, {AttentionQuery::hidden_and_word, "hidden_and_word"}});
+const EnumNames<InitialState> kInitialStateNames(
+    "initial state",
+    {{InitialState::mean_annotation, "mean_annotation"}, {InitialState::learned, "learned"}});
 const EnumNames<HardRead> kHardReadNames(
     "hard-attention read", {{HardRead::argmax, "argmax"}, {HardRead::expectation, "expectation"}});
 
@@ -47,6 +53,18 @@ std::string to_string(AttentionMode mode) {
 }
 AttentionMode parse_attention_mode(const std::string& name) {
   return kAttentionModeNames.parse(name);
+}
+std::string to_string(AttentionQuery query) {
+  return kAttentionQueryNames.name(query);
+}
+AttentionQuery parse_attention_query(const std::string& name) {
+  return kAttentionQueryNames.parse(name);
+}
+std::string to_string(InitialState initial) {
+  return kInitialStateNames.name(initial);
+}
+InitialState parse_initial_state(const std::string& name) {
+  return kInitialStateNames.parse(name);
 }
 std::string to_string(HardRead read) {
   return kHardReadNames.name(read);
@@ -99,6 +117,13 @@ DecoderOptions decoder_options_from(const Config& config, ArchitectureKeys* arch
   options.attention_window = config.get<int64_t>(shaping_for("local", "decoder.attention.window"));
   options.attention_centre =
       config.get_parsed(shaping_for("local", "decoder.attention.centre"), parse_local_centre);
+  // A run saved before these keys existed had the paper's initial state and query.
+  options.initial_state = config.has("decoder.initial_state")
+                              ? config.get_parsed(shaping("decoder.initial_state"), parse_initial_state)
+                              : InitialState::mean_annotation;
+  options.attention_query = config.has("decoder.attention.query")
+                                ? config.get_parsed(shaping("decoder.attention.query"), parse_attention_query)
+                                : AttentionQuery::hidden;
   options.attention_mode = config.get_parsed(shaping("decoder.attention.mode"), parse_attention_mode);
   options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
   options.gate = config.get_parsed(shaping("decoder.gate"), parse_gate);

@@ -63,6 +63,25 @@ std::string to_string(HardRead read);
 // "argmax" | "expectation"; throws std::invalid_argument naming the value otherwise.
 HardRead parse_hard_read(const std::string& name);
 
+// What the LSTM's attention query f_att(a_i, .) reads at step t (Sec. 3.1.2, eq. 4).
+enum class AttentionQuery {
+  hidden,           // h_{t-1}: the paper
+  hidden_and_word,  // h_{t-1} and E y_{t-1}, the word just written: W_h h_{t-1} + W_y E y_{t-1}
+};
+std::string to_string(AttentionQuery query);
+// "hidden" | "hidden_and_word"; throws std::invalid_argument naming the value otherwise.
+AttentionQuery parse_attention_query(const std::string& name);
+
+// Where the LSTM's h_0 and c_0 come from (Sec. 3.1.2).
+enum class InitialState {
+  mean_annotation,  // tanh(f_init(mean_i a_i)): the paper; the state starts knowing the whole image
+  learned,          // tanh of a learned vector, the same for every image: what the words say of the
+                    // image comes through the attention
+};
+std::string to_string(InitialState initial);
+// "mean_annotation" | "learned"; throws std::invalid_argument naming the value otherwise.
+InitialState parse_initial_state(const std::string& name);
+
 // Which decoder reads the grid.
 enum class DecoderKind {
   lstm,         // the Show-Attend-Tell attention LSTM
@@ -98,6 +117,10 @@ struct DecoderOptions {
   // [Hg, Wg] of the annotation grid. Comes from the encoder (encoder.grid) at run time; {0, 0} =
   // unknown, which only local attention refuses.
   std::array<int64_t, 2> grid{0, 0};
+  // Where h_0 and c_0 come from.
+  InitialState initial_state = InitialState::mean_annotation;
+  // What the attention's query reads.
+  AttentionQuery attention_query = AttentionQuery::hidden;
   // soft | hard.
   AttentionMode attention_mode = AttentionMode::soft;
   // Hard mode, training: the probability that a caption reads the expected context instead of
@@ -128,11 +151,12 @@ struct DecoderOptions {
 };
 
 // Reads decoder.kind (lstm when absent: a run saved before it existed), then for the LSTM
-// decoder.{embed_dim, hidden_dim, attention.{kind, dim, heads, window, centre, mode, hard_expectation},
-// gate, deep_output, dropout}, for the Transformer decoder.{layers, heads, dim, ffn_dim, dropout,
-// tied_embeddings, maps_layer}. vocab_size, annotation_dim and grid stay unset: the caller sets
-// them from the vocabulary and the encoder. Throws ConfigError for a missing key or a bad value.
-// Records the keys that shape the model in `architecture`, when given (models/architecture_keys.h).
+// decoder.{embed_dim, hidden_dim, initial_state, attention.{kind, dim, heads, window, centre,
+// query, mode, hard_expectation}, gate, deep_output, dropout} (initial_state and attention.query
+// as the paper's when absent: a run saved before them), for the Transformer decoder.{layers,
+// heads, dim, ffn_dim, dropout, tied_embeddings, maps_layer}. vocab_size, annotation_dim and grid stay unset:
+// the caller sets them from the vocabulary and the encoder. Throws ConfigError for a missing key or a bad
+// value. Records the keys that shape the model in `architecture`, when given (models/architecture_keys.h).
 DecoderOptions decoder_options_from(const Config& config, ArchitectureKeys* architecture = nullptr);
 
 // Throws std::invalid_argument, one sentence per broken rule.

@@ -56,13 +56,17 @@ Batch small_batch(torch::Dtype dtype = torch::kFloat, int64_t locations = 4) {
 DecoderOutput naive_forward(AttentionLSTMDecoderImpl& decoder, const Batch& batch) {
   const int64_t T = batch.tokens.size(1);
   const auto mean = batch.annotations.mean(1);
-  auto h = torch::tanh(decoder.init_h(mean));
-  auto c = torch::tanh(decoder.init_c(mean));
+  const int64_t B = batch.annotations.size(0);
+  auto h = decoder.init_h ? torch::tanh(decoder.init_h(mean)) : torch::tanh(decoder.initial_h).repeat({B, 1});
+  auto c = decoder.init_c ? torch::tanh(decoder.init_c(mean)) : torch::tanh(decoder.initial_c).repeat({B, 1});
   auto memory = decoder.attention->remember(batch.annotations);
   std::vector<torch::Tensor> logits, alphas, gates;
   for (int64_t t = 0; t < T; ++t) {
     const auto emb = decoder.embedding(batch.tokens.select(1, t));
-    const auto attended = decoder.attention->forward(memory, h);
+    // eq. 4 with the query W_h h_{t-1} (+ W_y E y_{t-1} when the query reads the word too)
+    auto query = decoder.attention->project_query(h);
+    if (decoder.query_word) query = query + decoder.query_word(emb);
+    const auto attended = decoder.attention->attend(memory, query);
     memory.previous_alpha = attended.alpha;  // what a monotonic local centre follows
     auto z = attended.context;
     if (decoder.gate) {
@@ -113,6 +117,64 @@ TEST_F(DecoderTest, ForwardMatchesNaivePerStepReference) {
       }
     }
   }
+}
+
+// The query hidden_and_word adds W_y E y_{t-1} to every kind's query: forward, and each step
+// with and without gradients, against the naive reference; and the word does move alpha.
+TEST_F(DecoderTest, AQueryReadingTheWordMatchesTheNaiveReference) {
+  for (const std::string kind : {"additive", "dot", "general", "multihead", "local"}) {
+    auto options = small_options(kind);
+    options.attention_query = AttentionQuery::hidden_and_word;
+    options.grid = {3, 3};
+    options.attention_window = 1;
+    AttentionLSTMDecoder decoder(options);
+    decoder->to(torch::kDouble);
+    decoder->eval();
+    ASSERT_TRUE(decoder->query_word) << kind;
+    const auto batch = small_batch(torch::kDouble, 9);
+    const auto actual = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+    const auto expected = naive_forward(*decoder, batch);
+    EXPECT_LT(max_diff(actual.logits, expected.logits), 1e-12) << kind;
+    EXPECT_LT(max_diff(actual.alphas, expected.alphas), 1e-12) << kind;
+    for (const bool gradients : {true, false}) {
+      torch::AutoGradMode grad_mode(gradients);
+      const auto step = decoder->step(decoder->init_state(batch.annotations), batch.tokens.select(1, 0));
+      EXPECT_LT(max_diff(step.logits, actual.logits.select(1, 0)), 1e-12) << kind << " " << gradients;
+      EXPECT_LT(max_diff(step.alpha, actual.alphas.select(1, 0)), 1e-12) << kind << " " << gradients;
+    }
+    torch::NoGradGuard no_grad;
+    decoder->query_word->weight.zero_();
+    const auto without_word = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+    EXPECT_GT(max_diff(without_word.alphas, actual.alphas), 1e-3) << kind;
+  }
+}
+
+// A learned initial state is tanh of its parameters for every image, whatever the image; the
+// whole model still matches the naive reference.
+TEST_F(DecoderTest, ALearnedInitialStateIsTheSameForEveryImage) {
+  auto options = small_options();
+  options.initial_state = InitialState::learned;
+  AttentionLSTMDecoder decoder(options);
+  decoder->to(torch::kDouble);
+  decoder->eval();
+  EXPECT_FALSE(decoder->init_h);
+  {
+    torch::NoGradGuard no_grad;
+    decoder->initial_h.uniform_(-2.0, 2.0);
+    decoder->initial_c.uniform_(-2.0, 2.0);
+  }
+  const auto batch = small_batch(torch::kDouble);
+  const auto state = decoder->init_state(batch.annotations);
+  const auto other = decoder->init_state(torch::randn_like(batch.annotations));
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_TRUE(torch::allclose(state.h[b], torch::tanh(decoder->initial_h))) << b;
+    EXPECT_TRUE(torch::allclose(state.c[b], torch::tanh(decoder->initial_c))) << b;
+  }
+  EXPECT_TRUE(torch::equal(state.h, other.h));
+  const auto actual = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+  const auto expected = naive_forward(*decoder, batch);
+  EXPECT_LT(max_diff(actual.logits, expected.logits), 1e-12);
+  EXPECT_LT(max_diff(actual.alphas, expected.alphas), 1e-12);
 }
 
 TEST_F(DecoderTest, LocalAttentionMatchesTheNaiveReferenceStepByStep) {
@@ -221,9 +283,14 @@ TEST_F(DecoderTest, ShapesPerGateAndZerosAtPadding) {
 }
 
 TEST_F(DecoderTest, GradientsMatchFiniteDifferences) {
-  for (const auto& [gate, deep_output] :
-       std::vector<std::pair<Gate, bool>>{{Gate::scalar, true}, {Gate::vector, false}}) {
+  using Variant = std::tuple<Gate, bool, AttentionQuery, InitialState>;
+  for (const auto& [gate, deep_output, query, initial] : std::vector<Variant>{
+           {Gate::scalar, true, AttentionQuery::hidden, InitialState::mean_annotation},
+           {Gate::vector, false, AttentionQuery::hidden, InitialState::mean_annotation},
+           {Gate::scalar, true, AttentionQuery::hidden_and_word, InitialState::learned}}) {
     auto options = small_options("additive", gate, deep_output);
+    options.attention_query = query;
+    options.initial_state = initial;
     options.vocab_size = 5;
     options.annotation_dim = 3;
     options.embed_dim = 2;
@@ -247,7 +314,8 @@ TEST_F(DecoderTest, GradientsMatchFiniteDifferences) {
     for (const auto& parameter : decoder->named_parameters())
       tensors.emplace_back(parameter.key(), parameter.value());
     const auto error = testing::gradient_error(loss, tensors);
-    EXPECT_LT(error.max_abs, 1e-7) << to_string(gate) << " deep=" << deep_output << " at " << error.where;
+    EXPECT_LT(error.max_abs, 1e-7) << to_string(gate) << " deep=" << deep_output << " " << to_string(query)
+                                   << " " << to_string(initial) << " at " << error.where;
   }
 }
 
@@ -456,6 +524,12 @@ TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
   EXPECT_TRUE(options.deep_output);
   EXPECT_EQ(options.vocab_size, 0);  // from the data, never the config
   EXPECT_EQ(options.hard_expectation, 0.5);
+  EXPECT_EQ(options.attention_query, AttentionQuery::hidden);
+  EXPECT_EQ(options.initial_state, InitialState::mean_annotation);
+  root["decoder"]["attention"]["query"] = "hidden_and_word";
+  EXPECT_EQ(decoder_options_from(Config(root)).attention_query, AttentionQuery::hidden_and_word);
+  root["decoder"]["attention"].remove("query");  // a run saved before the key: the paper's query
+  EXPECT_EQ(decoder_options_from(Config(root)).attention_query, AttentionQuery::hidden);
   root["decoder"]["attention"]["hard_expectation"] = 0.25;
   EXPECT_EQ(decoder_options_from(Config(root)).hard_expectation, 0.25);
   root["decoder"]["gate"] = "sometimes";
