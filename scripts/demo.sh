@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
-exec build/src/cli/saccade train experiment=shapes_transformer "$@"
+exec build/src/cli/saccade train experiment=shapes_soft "$@"
