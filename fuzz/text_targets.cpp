@@ -7,7 +7,7 @@
 
 #include "config/config.h"
 #include "config/overrides.h"
-#include "eval/ptb_tokenizer.h"
+#include "eval/ptb/tokenizer.h"
 #include "fuzz_targets.h"
 #include "io/json.h"
 

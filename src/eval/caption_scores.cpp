@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/ptb_tokenizer.h"
+#include "eval/ptb/tokenizer.h"
 
 namespace saccade {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "base/text.h"
-#include "eval/ptb_tokenizer.h"
+#include "eval/ptb/tokenizer.h"
 
 namespace saccade {
 namespace {

@@ -2,7 +2,7 @@
 // Expectations are worked from CoreNLP 3.4.1's PTBLexer.flex; each comment names the rule.
 #include <gtest/gtest.h>
 
-#include "eval/ptb_tokenizer.h"
+#include "eval/ptb/tokenizer.h"
 
 namespace saccade {
 namespace {

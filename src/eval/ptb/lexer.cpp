@@ -1,13 +1,13 @@
-// PTBLexer.flex's rules, in its order, as patterns for PtbNfa, and its actions (see ptb_lexer.h).
+// PTBLexer.flex's rules, in its order, as patterns for PtbNfa, and its actions (see ptb/lexer.h).
 // Names follow the macros of the flex file. The scanner takes, at each position, the longest
 // match of any rule, the earlier rule on a tie; for a rule with trailing context r1/r2 the length
 // compared is that of r1 r2 and the token is the longest r1 that leaves an r2, as JFlex does.
-#include "eval/ptb_lexer.h"
+#include "eval/ptb/lexer.h"
 
 #include <initializer_list>
 
-#include "eval/ptb_regex.h"
-#include "eval/ptb_unicode.h"
+#include "eval/ptb/regex.h"
+#include "eval/ptb/unicode.h"
 
 namespace saccade {
 namespace {

@@ -11,7 +11,7 @@
 // says -lrb-, so brackets stay and are scored like words). rouge.py and meteor.py take those
 // pieces as they are; bleu and cider split them again at any whitespace (Python 3's str.split()).
 // This function reproduces the pieces without Java:
-//   - the lexer is PTBLexer.flex of 3.4.1 rule for rule (ptb_lexer.h): SGML tags, entities,
+//   - the lexer is PTBLexer.flex of 3.4.1 rule for rule (ptb/lexer.h): SGML tags, entities,
 //     abbreviation lists, clitics, URLs, e-mail, numbers, fractions, currency, emoticons,
 //     quotes, dashes, ellipses, and deletion of characters no rule knows (emoji among them);
 //   - the text is UTF-8 read the way Java reads it (invalid bytes become U+FFFD), lexed as
@@ -28,7 +28,7 @@
 //   - a line break the lexer sees inside a caption (\r, U+2028, U+2029, U+000B, U+000C) makes
 //     PTBTokenizer start a new output line, which shifts every later caption in coco-caption;
 //     here it only separates tokens, and the caption keeps all of its own.
-// Lower-casing follows this machine's Python Unicode tables (ptb_unicode.h), which differ from
+// Lower-casing follows this machine's Python Unicode tables (ptb/unicode.h), which differ from
 // Java's only for letters newer than the Java in use.
 #pragma once
 

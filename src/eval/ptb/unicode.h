@@ -36,7 +36,7 @@ enum PtbCharBit : uint8_t {
 };
 uint8_t ptb_char_bits(char16_t unit);
 
-// Generated tables (ptb_unicode_tables.cpp). A run gives the bits of the units from `first`
+// Generated tables (ptb/unicode_tables.cpp). A run gives the bits of the units from `first`
 // up to the next run's first.
 struct PtbCharRun {
   char16_t first;

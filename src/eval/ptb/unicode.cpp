@@ -1,5 +1,5 @@
-// Java's UTF-8 decoding and encoding, character classes and lower-casing (see ptb_unicode.h).
-#include "eval/ptb_unicode.h"
+// Java's UTF-8 decoding and encoding, character classes and lower-casing (see ptb/unicode.h).
+#include "eval/ptb/unicode.h"
 
 #include <algorithm>
 #include <string_view>

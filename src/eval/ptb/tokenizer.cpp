@@ -1,12 +1,12 @@
-// coco-caption's tokenization of one caption (see ptb_tokenizer.h): CoreNLP's lexer, Java's
+// coco-caption's tokenization of one caption (see ptb/tokenizer.h): CoreNLP's lexer, Java's
 // lower-casing and UTF-8 output, then ptbtokenizer.py's splitting and punctuation removal.
-#include "eval/ptb_tokenizer.h"
+#include "eval/ptb/tokenizer.h"
 
 #include <algorithm>
 #include <array>
 
-#include "eval/ptb_lexer.h"
-#include "eval/ptb_unicode.h"
+#include "eval/ptb/lexer.h"
+#include "eval/ptb/unicode.h"
 
 namespace saccade {
 namespace {

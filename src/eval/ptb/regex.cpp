@@ -1,9 +1,9 @@
-// Thompson NFA construction and a lazily built DFA (see ptb_regex.h).
-#include "eval/ptb_regex.h"
+// Thompson NFA construction and a lazily built DFA (see ptb/regex.h).
+#include "eval/ptb/regex.h"
 
 #include <algorithm>
 
-#include "eval/ptb_unicode.h"
+#include "eval/ptb/unicode.h"
 
 namespace saccade {
 
