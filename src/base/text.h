@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace saccade {
@@ -48,5 +49,9 @@ size_t utf8_sequence_length(const unsigned char* p, size_t remaining);
 
 // The position of the first byte of `text` that is not valid UTF-8; std::string::npos if none.
 size_t invalid_utf8_at(const std::string& text);
+
+// `bytes` in base64 (RFC 4648, section 4: the standard alphabet, '=' padding), as data: URLs carry
+// images.
+std::string base64_encode(std::string_view bytes);
 
 }  // namespace saccade

@@ -21,6 +21,7 @@
 
 #include "base/text.h"
 #include "cli/command.h"
+#include "decode/caption_record.h"
 #include "decode/decode_split.h"
 #include "decode/trained_run.h"
 #include "io/json.h"
@@ -163,19 +164,6 @@ std::vector<CaptionInput> inputs_with_overlays(
   return inputs;
 }
 
-// A tensor of any rank as nested JSON arrays of numbers.
-Json tensor_json(const torch::Tensor& tensor) {
-  Json::Array items;
-  if (tensor.dim() == 1) {
-    const auto values = tensor.to(torch::kDouble).contiguous();
-    const auto access = values.accessor<double, 1>();
-    for (int64_t i = 0; i < values.size(0); ++i) items.emplace_back(access[i]);
-  } else {
-    for (int64_t i = 0; i < tensor.size(0); ++i) items.push_back(tensor_json(tensor[i]));
-  }
-  return Json(std::move(items));
-}
-
 // The run's search with --beam K (default 1: greedy) as the beam size, a beam search whenever
 // --beam is given (unless the run samples), and --n-best N (caption; default 1) captions kept.
 SearchOptions search_with_beam_flag(const TrainedRun& run, const Invocation& invocation) {
@@ -198,35 +186,18 @@ VizOptions viz_options_of(const TrainedRun& run) {
 // Captions one image with `search`, writes its overlay, and returns its JSON record.
 Json caption_image(
     TrainedRun& run, const SearchOptions& search, const VizOptions& viz, const CaptionInput& input) {
-  const torch::Tensor crop = resize_and_crop(
-      decode_image(input.file, run.dataset.image.max_pixels), run.dataset.image);  // uint8 [crop, crop, 3]
+  const torch::Tensor crop = load_image(input.file, run.dataset.image);  // uint8 [crop, crop, 3]
   const DecodedCaption caption =
       caption_images(*run.model, crop.unsqueeze(0), run.dataset.image, search, run.placement.precision)
           .front();
-  const std::string text = join_words(run.vocabulary.decode(caption.tokens));
-  const auto figure = make_attention_figure(*run.model, crop, caption, run.vocabulary, {text});
+  const Json described =
+      caption_record(caption, run.vocabulary, run.model->encoder->grid_size(crop.size(0), crop.size(1)));
+  const auto figure =
+      make_attention_figure(*run.model, crop, caption, run.vocabulary, {described.at("caption").as_string()});
   write_image_file(input.overlay, render_attention_figure(figure, viz));
-  Json::Array words;
-  for (const auto& word : figure.words) words.emplace_back(word);
-  Json record = Json::object(
-      {{"file", input.file.string()},
-       {"caption", text},
-       {"words", Json(std::move(words))},
-       {"log_prob", caption.log_prob},
-       {"finished", caption.finished},
-       {"grid", Json::array({Json(figure.grid[0]), Json(figure.grid[1])})},
-       {"attention", tensor_json(caption.alphas)},
-       {"overlay", input.overlay.string()}});
-  if (!caption.n_best.empty()) {
-    Json alternatives = Json::array();
-    for (const DecodedCaption& alternative : caption.n_best) {
-      alternatives.push_back(Json::object(
-          {{"caption", join_words(run.vocabulary.decode(alternative.tokens))},
-           {"log_prob", alternative.log_prob},
-           {"finished", alternative.finished}}));
-    }
-    record.set("n_best", std::move(alternatives));
-  }
+  Json record = Json::object({{"file", input.file.string()}});
+  for (const auto& [key, value] : described.as_object()) record.set(key, value);
+  record.set("overlay", input.overlay.string());
   return record;
 }
 

@@ -123,8 +123,10 @@ void check_pixels(const std::filesystem::path& path, int64_t width, int64_t heig
   // A header may claim up to 2^32 x 2^32 pixels: compared without forming the product.
   if (height == 0 || width <= max_pixels / height) return;
   throw BadImageError(
-      path, "the image is " + std::to_string(width) + " x " + std::to_string(height) +
-                " pixels, more than data.max_pixels=" + std::to_string(max_pixels));
+      path,
+      "the image is " + std::to_string(width) + " x " + std::to_string(height) +
+          " pixels, more than data.max_pixels=" + std::to_string(max_pixels),
+      /*too_large=*/true);
 }
 
 // libjpeg pads a cut-off JPEG with gray and reports success, so check that an end-of-image
@@ -244,10 +246,11 @@ void validate(const ImageOptions& options) {
     throw std::invalid_argument("data.max_pixels must be >= 1, got " + std::to_string(options.max_pixels));
 }
 
-BadImageError::BadImageError(const std::filesystem::path& path, const std::string& reason)
+BadImageError::BadImageError(const std::filesystem::path& path, const std::string& reason, bool too_large)
     : std::runtime_error("Could not decode image " + path.string() + ": " + reason),
       path_(path),
-      reason_(reason) {}
+      reason_(reason),
+      too_large_(too_large) {}
 
 std::string check_image_file(const std::filesystem::path& path) {
   const std::string problem = file_problem(path);
@@ -260,17 +263,22 @@ std::string check_image_file(const std::filesystem::path& path) {
 }
 
 torch::Tensor decode_image(const std::filesystem::path& path, int64_t max_pixels) {
-  std::string problem = file_problem(path);
+  const std::string problem = file_problem(path);
   if (!problem.empty()) throw BadImageError(path, problem);
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  problem = unsupported_format_reason(bytes);
-  if (!problem.empty()) throw BadImageError(path, problem);
+  return decode_image_bytes(bytes, path, max_pixels);
+}
+
+torch::Tensor decode_image_bytes(
+    const std::string& bytes, const std::filesystem::path& name, int64_t max_pixels) {
+  std::string problem = unsupported_format_reason(bytes);
+  if (!problem.empty()) throw BadImageError(name, problem);
   const std::string format = sniff_format(bytes);
   if (format == "jpeg" && !jpeg_is_complete(bytes)) {
-    throw BadImageError(path, "the JPEG data is truncated (no end-of-image marker)");
+    throw BadImageError(name, "the JPEG data is truncated (no end-of-image marker)");
   }
-  if (const auto size = header_size(bytes, format)) check_pixels(path, size->first, size->second, max_pixels);
+  if (const auto size = header_size(bytes, format)) check_pixels(name, size->first, size->second, max_pixels);
   const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
   cv::Mat bgr;
   try {
@@ -279,16 +287,34 @@ torch::Tensor decode_image(const std::filesystem::path& path, int64_t max_pixels
   } catch (const cv::Exception&) {
     // Some decoders throw on corrupt data where others return nothing: the same bad image.
   }
-  if (bgr.empty()) throw BadImageError(path, "the " + format + " data is corrupt or truncated");
-  check_pixels(path, bgr.cols, bgr.rows, max_pixels);
+  if (bgr.empty()) throw BadImageError(name, "the " + format + " data is corrupt or truncated");
+  check_pixels(name, bgr.cols, bgr.rows, max_pixels);
   cv::Mat rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
   return tensor_from_mat(rgb);
 }
 
-void write_image_file(const std::filesystem::path& path, const torch::Tensor& rgb) {
+namespace {
+
+// uint8 [H, W, 3] RGB encoded as `extension` (".png", ".jpg") says; "" when OpenCV cannot.
+std::string encoded_image(
+    const torch::Tensor& rgb, const std::string& extension, const std::vector<int>& parameters) {
   TORCH_CHECK(
       rgb.dim() == 3 && rgb.size(2) == 3 && rgb.scalar_type() == torch::kUInt8, "expected uint8 [H, W, 3]");
+  const torch::Tensor source = rgb.contiguous();
+  const cv::Mat image(
+      static_cast<int>(source.size(0)), static_cast<int>(source.size(1)), CV_8UC3,
+      source.data_ptr<uint8_t>());
+  cv::Mat bgr;
+  cv::cvtColor(image, bgr, cv::COLOR_RGB2BGR);
+  std::vector<uint8_t> bytes;
+  if (!cv::imencode(extension, bgr, bytes, parameters)) return "";
+  return std::string(bytes.begin(), bytes.end());
+}
+
+}  // namespace
+
+void write_image_file(const std::filesystem::path& path, const torch::Tensor& rgb) {
   const std::string extension = path.extension().string();
   std::vector<int> parameters;
   if (extension == ".png") {
@@ -299,16 +325,15 @@ void write_image_file(const std::filesystem::path& path, const torch::Tensor& rg
     throw std::invalid_argument(
         "Cannot write image " + path.string() + ": the extension must be .png, .jpg or .jpeg");
   }
-  const torch::Tensor source = rgb.contiguous();
-  const cv::Mat image(
-      static_cast<int>(source.size(0)), static_cast<int>(source.size(1)), CV_8UC3,
-      source.data_ptr<uint8_t>());
-  cv::Mat bgr;
-  cv::cvtColor(image, bgr, cv::COLOR_RGB2BGR);
-  std::vector<uint8_t> bytes;
-  if (!cv::imencode(extension, bgr, bytes, parameters))
-    throw std::runtime_error("Could not encode image " + path.string());
-  write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
+  const std::string bytes = encoded_image(rgb, extension, parameters);
+  if (bytes.empty()) throw std::runtime_error("Could not encode image " + path.string());
+  write_file_atomically(path, bytes);
+}
+
+std::string encode_png(const torch::Tensor& rgb) {
+  const std::string bytes = encoded_image(rgb, ".png", {cv::IMWRITE_PNG_COMPRESSION, 6});
+  if (bytes.empty()) throw std::runtime_error("Could not encode an image as PNG");
+  return bytes;
 }
 
 torch::Tensor resize_and_crop(const torch::Tensor& rgb, const ImageOptions& options) {
@@ -329,7 +354,11 @@ torch::Tensor resize_and_crop(const torch::Tensor& rgb, const ImageOptions& opti
 }
 
 torch::Tensor load_image(const std::filesystem::path& path, const ImageOptions& options) {
-  const torch::Tensor rgb = decode_image(path, options.max_pixels);
+  return crop_decoded_image(decode_image(path, options.max_pixels), path, options);
+}
+
+torch::Tensor crop_decoded_image(
+    const torch::Tensor& rgb, const std::filesystem::path& name, const ImageOptions& options) {
   // The whole image is resized before the crop (as torchvision's Resize and CenterCrop do), so a
   // long strip would grow to more pixels than any image is allowed.
   const int64_t height = rgb.size(0), width = rgb.size(1);
@@ -338,15 +367,16 @@ torch::Tensor load_image(const std::filesystem::path& path, const ImageOptions& 
                                 : options.resize;
   if (long_side > options.max_pixels / options.resize) {
     throw BadImageError(
-        path,
+        name,
         "the image is " + std::to_string(width) + " x " + std::to_string(height) + " pixels: resized to " +
             std::to_string(options.resize) + " on its shorter side it would be " + std::to_string(long_side) +
-            " long, more than data.max_pixels=" + std::to_string(options.max_pixels) + " pixels in all");
+            " long, more than data.max_pixels=" + std::to_string(options.max_pixels) + " pixels in all",
+        /*too_large=*/true);
   }
   try {
     return resize_and_crop(rgb, options);
   } catch (const cv::Exception& error) {
-    throw BadImageError(path, "OpenCV could not resize it: " + error.err);
+    throw BadImageError(name, "OpenCV could not resize it: " + error.err);
   }
 }
 

@@ -52,13 +52,16 @@ void validate(const ImageOptions& options);
 // what() is one sentence naming the file ("Could not decode image a.jpg: the file is empty").
 class BadImageError : public std::runtime_error {
  public:
-  BadImageError(const std::filesystem::path& path, const std::string& reason);
+  // `too_large`: the image is refused for its size (data.max_pixels), not for its content.
+  BadImageError(const std::filesystem::path& path, const std::string& reason, bool too_large = false);
   const std::filesystem::path& path() const { return path_; }
   const std::string& reason() const { return reason_; }
+  bool too_large() const { return too_large_; }
 
  private:
   std::filesystem::path path_;
   std::string reason_;
+  bool too_large_;
 };
 
 // The cheap checks made before a split is used without a cache: the file exists, is not empty
@@ -76,16 +79,31 @@ std::string check_image_file(const std::filesystem::path& path);
 torch::Tensor decode_image(
     const std::filesystem::path& path, int64_t max_pixels = ImageOptions::kDefaultMaxPixels);
 
+// decode_image for an image's bytes already in memory (an upload); `name` stands for the file in
+// the errors.
+torch::Tensor decode_image_bytes(
+    const std::string& bytes,
+    const std::filesystem::path& name,
+    int64_t max_pixels = ImageOptions::kDefaultMaxPixels);
+
 // Writes uint8 [H, W, 3] RGB as PNG (compression level 6, lossless) or JPEG (quality 95), chosen
 // by the extension (.png, .jpg, .jpeg). Throws std::invalid_argument for another extension,
 // std::runtime_error when the file cannot be written.
 void write_image_file(const std::filesystem::path& path, const torch::Tensor& rgb);
 
+// uint8 [H, W, 3] RGB as the bytes of a PNG file (compression level 6), as write_image_file writes.
+std::string encode_png(const torch::Tensor& rgb);
+
 // The pipeline's geometry for a source image: uint8 [H, W, 3] -> uint8 [crop, crop, 3].
 torch::Tensor resize_and_crop(const torch::Tensor& rgb, const ImageOptions& options);
 
-// decode_image + resize_and_crop.
+// decode_image + crop_decoded_image.
 torch::Tensor load_image(const std::filesystem::path& path, const ImageOptions& options);
+
+// resize_and_crop of a decoded image, refused (BadImageError naming `name`) when resizing its
+// shorter side would make more than max_pixels pixels, or when OpenCV cannot resize it.
+torch::Tensor crop_decoded_image(
+    const torch::Tensor& rgb, const std::filesystem::path& name, const ImageOptions& options);
 
 // uint8 [B, H, W, 3] -> float32 [B, 3, H, W], each value (x / 255 - mean[c]) / std[c] computed in
 // float32 in that order.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "models/grid_position.h"
 
@@ -189,6 +190,15 @@ DecoderState TransformerDecoderImpl::for_beams(const DecoderState& state, int64_
   DecoderState expanded = state.reorder_beams(index);  // the words read so far, if any
   expanded.grid_beams = state.grid_beams * beams;
   return expanded;
+}
+
+void TransformerDecoderImpl::set_maps_layer(int64_t layer) {
+  if (layer >= options_.layers || layer < -options_.layers) {
+    throw std::invalid_argument(
+        "layer " + std::to_string(layer) + " is not a layer of the " + std::to_string(options_.layers) +
+        "-layer decoder (0 to " + std::to_string(options_.layers - 1) + ", or negative from the last)");
+  }
+  options_.maps_layer = layer;
 }
 
 }  // namespace saccade

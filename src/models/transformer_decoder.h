@@ -109,6 +109,10 @@ class TransformerDecoderImpl : public CaptionDecoderImpl {
       const torch::Tensor& locations = {}) override;
   // The beams of an image share its grid's keys and values (DecoderState::grid_beams).
   DecoderState for_beams(const DecoderState& state, int64_t beams) override;
+  // The layer whose cross-attention the alphas report from now on (decoder.maps_layer: 0-based,
+  // negative counts from the last); the words do not depend on it. Throws std::invalid_argument
+  // for a layer the decoder does not have.
+  void set_maps_layer(int64_t layer);
 
   torch::nn::Embedding embedding{nullptr};
   torch::nn::Linear grid_proj{nullptr};

@@ -318,31 +318,6 @@ std::string config_section(const fs::path& run_dir) {
 
 }  // namespace
 
-std::string base64_encode(std::string_view bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t group = static_cast<uint8_t>(bytes[i]) << 16 | static_cast<uint8_t>(bytes[i + 1]) << 8 |
-                           static_cast<uint8_t>(bytes[i + 2]);
-    out += kAlphabet[group >> 18 & 63];
-    out += kAlphabet[group >> 12 & 63];
-    out += kAlphabet[group >> 6 & 63];
-    out += kAlphabet[group & 63];
-  }
-  if (i < bytes.size()) {
-    const bool two = i + 1 < bytes.size();
-    const uint32_t group =
-        static_cast<uint8_t>(bytes[i]) << 16 | (two ? static_cast<uint8_t>(bytes[i + 1]) << 8 : 0);
-    out += kAlphabet[group >> 18 & 63];
-    out += kAlphabet[group >> 12 & 63];
-    out += two ? kAlphabet[group >> 6 & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
 void write_run_report(const fs::path& run_dir) {
   if (!fs::exists(run_dir / "config.yaml"))
     throw std::runtime_error(run_dir.string() + " is not a run folder: it has no config.yaml");

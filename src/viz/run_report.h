@@ -22,7 +22,4 @@ namespace saccade {
 // not a run folder) or the page cannot be written.
 void write_run_report(const std::filesystem::path& run_dir);
 
-// RFC 4648 base64 (with '=' padding), for embedding PNGs as data: URIs.
-std::string base64_encode(std::string_view bytes);
-
 }  // namespace saccade

@@ -114,5 +114,17 @@ TEST(Text, AppendUtf8WritesOneToFourBytesAtEachBoundary) {
   }
 }
 
+// RFC 4648, section 10's test vectors, and bytes above 0x7f (which a signed char would corrupt).
+TEST(Base64, MatchesRfc4648Vectors) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(base64_encode(std::string("\xff\x00\xfe", 3)), "/wD+");
+}
+
 }  // namespace
 }  // namespace saccade

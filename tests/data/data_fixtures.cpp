@@ -3,11 +3,9 @@
 
 #include <torch/torch.h>
 
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 #include <stdexcept>
 
+#include "data/image_pipeline.h"
 #include "test_util.h"
 
 namespace saccade::testing {
@@ -27,13 +25,7 @@ torch::Tensor pattern_image(int height, int width) {
 
 void write_image(const std::filesystem::path& path, const torch::Tensor& rgb) {
   std::filesystem::create_directories(path.parent_path());
-  const torch::Tensor source = rgb.contiguous();
-  const cv::Mat image(
-      static_cast<int>(source.size(0)), static_cast<int>(source.size(1)), CV_8UC3,
-      source.data_ptr<uint8_t>());
-  cv::Mat bgr;
-  cv::cvtColor(image, bgr, cv::COLOR_RGB2BGR);
-  if (!cv::imwrite(path.string(), bgr)) throw std::runtime_error("Could not write fixture " + path.string());
+  write_image_file(path, rgb);
 }
 
 std::filesystem::path write_coco_karpathy_fixture(const std::filesystem::path& root) {

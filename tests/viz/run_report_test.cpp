@@ -66,17 +66,6 @@ TEST(SvgLineChart, PlacesPointsInThePlotArea) {
   EXPECT_TRUE(contains(svg_line_chart({"t", "x", "y"}, {{"none", {{1, NAN}}}}), "no data yet"));
 }
 
-TEST(Base64, MatchesRfc4648Vectors) {
-  EXPECT_EQ(base64_encode(""), "");
-  EXPECT_EQ(base64_encode("f"), "Zg==");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  EXPECT_EQ(base64_encode("foo"), "Zm9v");
-  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
-  EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
-  EXPECT_EQ(base64_encode(std::string("\xff\x00\xfe", 3)), "/wD+");
-}
-
 // A run folder as training leaves it: config, run record, three epochs of metrics (the best
 // bleu4 at epoch 2), test scores, and one sample whose overlay is a solid red square.
 void make_run_folder(const std::filesystem::path& run, double bleu_scale = 1.0) {
