@@ -10,6 +10,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libopenblas0-pthread libopenblas-dev libopencv-dev libyaml-cpp-dev libgtest-dev libgmock-dev
+  # saccade serve's HTTP server.
+  libcpp-httplib-dev
   # c10d's Gloo headers, for a LibTorch that does not ship them.
   libgloo-dev
 )
@@ -21,6 +23,8 @@ if [ "${1:-}" != "--build-only" ]; then
     # Independent readers for the tests: the report page is rendered in headless Chromium,
     # TensorBoard event files are decoded by protoc --decode_raw.
     chromium protobuf-compiler
+    # Drives the explorer page in that Chromium (WebDriver), for `saccade serve`'s browser test.
+    chromium-driver
     # The reference BLAS, which saccade must name in a warning when products go to it.
     libblas3
     # Makes the Debian 13 root of `scripts/test.sh --debian13`.

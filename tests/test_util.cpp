@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "io/temporaries.h"
 
@@ -58,6 +61,49 @@ std::string read_file(const std::filesystem::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+ChildProcess::ChildProcess(
+    const std::vector<std::string>& argv,
+    const std::filesystem::path& working_dir,
+    const std::filesystem::path& log) {
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    if (out == nullptr || dup2(fileno(stdout), 2) < 0 || chdir(working_dir.c_str()) != 0) _exit(127);
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+}
+
+ChildProcess::~ChildProcess() {
+  if (running()) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+  }
+}
+
+bool ChildProcess::running() {
+  if (status_ != -1) return false;
+  return waitpid(pid_, &status_, WNOHANG) == 0 ? (status_ = -1, true) : false;
+}
+
+int ChildProcess::stop(int signal, int grace_s) {
+  if (running()) {
+    kill(pid_, signal);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace_s);
+    while (running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (running()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status_, 0);
+    }
+  }
+  return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
 }
 
 int free_port() {

@@ -62,6 +62,29 @@ std::string message_of(Body body) {
   return "";
 }
 
+// A program running beside the test, its stdout and stderr into `log`; stopped with SIGKILL if
+// it still runs when the object goes.
+class ChildProcess {
+ public:
+  ChildProcess(
+      const std::vector<std::string>& argv,
+      const std::filesystem::path& working_dir,
+      const std::filesystem::path& log);
+  ~ChildProcess();
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  int pid() const { return pid_; }
+  // Whether it has not exited yet.
+  bool running();
+  // Sends `signal`, waits up to `grace_s` seconds (then SIGKILL), and returns the exit code (128 +
+  // the signal when a signal ended it).
+  int stop(int signal, int grace_s = 20);
+
+ private:
+  int pid_ = -1;
+  int status_ = -1;  // the wait status once reaped
+};
+
 // A TCP port nobody listens on now on loopback (bound to port 0, then released).
 int free_port();
 

@@ -15,6 +15,7 @@ int bench_scst(const Job& job);     // bench_decoder.cpp: one self-critical step
 int bench_beam(const Job& job);     // bench_beam.cpp: greedy and beam search
 int bench_loader(const Job& job);   // bench_loader.cpp: image decoding and batching
 int bench_encoder(const Job& job);  // bench_encoder.cpp: the frozen CNN encoders
+int bench_serve(const Job& job);    // bench_serve.cpp: caption requests to the explorer
 
 // The decoder the peer implementations publish numbers for, of the kind `config`'s decoder.kind
 // names (lstm when absent), over D=2048 annotations with V=10000. LSTM: attention, embedding and

@@ -96,6 +96,11 @@ const std::vector<BenchCase>& bench_cases() {
        "images/s of ResNet-50/101 and VGG-19 (or encoder=<name>) at 224 and 448 px, batch 1 and 8: "
        "LibTorch modules beside oneDNN with prepared weights (and in bf16 on CPUs with AVX-512 BF16)",
        bench_encoder},
+      {"serve",
+       "latency percentiles and requests/s of POST /caption to `saccade serve` on --run DIR, concurrency 1 "
+       "and 4, greedy and beam 3 (--image FILE, default the run's first test image; --requests N, default "
+       "200)",
+       bench_serve},
   };
   return table;
 }

@@ -46,10 +46,13 @@ struct CommandSpec {
 
 struct Invocation {
   const CommandSpec* command = nullptr;
-  std::vector<std::string> argv;             // the whole command line, argv[0] included
-  std::map<std::string, std::string> flags;  // command-specific flags given ("--json" -> "")
-  std::vector<std::string> positional;       // bare arguments
-  ComposeRequest request;                    // config dir/name and overrides
+  std::vector<std::string> argv;  // the whole command line, argv[0] included
+  std::map<std::string, std::string>
+      flags;  // command-specific flags given ("--json" -> ""), the last value of each
+  std::map<std::string, std::vector<std::string>>
+      flag_values;                      // every value of each, in order (--run A --run B)
+  std::vector<std::string> positional;  // bare arguments
+  ComposeRequest request;               // config dir/name and overrides
   bool multirun = false;
 
   bool has_flag(const std::string& name) const { return flags.count(name) > 0; }
@@ -76,6 +79,7 @@ struct Job {
 const std::vector<CommandSpec>& commands();
 
 // Implemented commands (one file each under cli/).
+int run_serve(const Job& job);
 int run_train(const Job& job);
 void check_train(const Config& config);
 int run_extract(const Job& job);

@@ -112,6 +112,25 @@ CommandSpec caption_command() {
       run_caption};
 }
 
+CommandSpec serve_command() {
+  return {
+      "serve",
+      "Explore attention in the browser: caption any image with one or more trained runs.",
+      "Loads each run's best checkpoint once and serves a page and a JSON API (docs/serve.md): drop an\n"
+      "image or pick one of a run's test images, choose the search, step through the words to see\n"
+      "where each looked, put two runs side by side. Listens on 127.0.0.1 unless --host names another\n"
+      "address; serve.* sets the limits, decode.* and runtime.* overrides apply. Ctrl-C stops it.\n"
+      "Example: saccade serve --run experiments/shapes_soft/DIR --run experiments/shapes_hard/DIR",
+      {{"--run", "DIR", "a training run folder to load (repeat for more runs side by side)"},
+       {"--checkpoint", "NAME", "best (default) or last"},
+       {"--port", "PORT", "the TCP port (default 8080; 0 = any free port, logged)"},
+       {"--host", "ADDRESS", "the address to listen on (default 127.0.0.1: this machine only)"}},
+      /*composes_config=*/true,
+      /*creates_run_folder=*/false,
+      /*accepts_positional=*/false,
+      run_serve};
+}
+
 CommandSpec visualize_command() {
   return {
       "visualize",
@@ -177,12 +196,15 @@ CommandSpec prepare_command() {
 CommandSpec bench_command() {
   return {
       "bench",
-      "Measure speed: `saccade bench <case>` with case decoder, scst, beam, encoder, loader or machine.",
+      "Measure speed: `saccade bench <case>` with case decoder, scst, beam, encoder, loader, serve or "
+      "machine.",
       "Runs one benchmark case and prints its numbers beside the machine's matmul GFLOP/s.\n"
       "Run `saccade bench` with no case to list the cases. `saccade bench decoder --nproc N` times\n"
       "the training step data-parallel over N local processes beside one process on the same cores.",
-      {{"--nproc", "N",
-        "decoder only: N local data-parallel workers (default 1; at most max(8, 4 x cores))"}},
+      {{"--nproc", "N", "decoder only: N local data-parallel workers (default 1; at most max(8, 4 x cores))"},
+       {"--run", "DIR", "serve only: the run folder to serve"},
+       {"--image", "FILE", "serve only: the image every request sends (default the run's first test image)"},
+       {"--requests", "N", "serve only: requests per measurement (default 200)"}},
       /*composes_config=*/true,
       /*creates_run_folder=*/false,
       /*accepts_positional=*/true,
@@ -193,9 +215,9 @@ CommandSpec bench_command() {
 }  // namespace
 
 const std::vector<CommandSpec>& commands() {
-  static const std::vector<CommandSpec> table = {train_command(),   eval_command(),      score_command(),
-                                                 caption_command(), visualize_command(), report_command(),
-                                                 extract_command(), prepare_command(),   bench_command()};
+  static const std::vector<CommandSpec> table = {
+      train_command(), eval_command(),   score_command(),   caption_command(), visualize_command(),
+      serve_command(), report_command(), extract_command(), prepare_command(), bench_command()};
   return table;
 }
 

@@ -161,6 +161,7 @@ Parsed parse_arguments(int argc, char** argv) {
             "Unknown flag '" + token + "' for 'saccade " + command.name + "'. " + usage_line(command));
       }
       invocation.flags[flag->name] = flag->value_name.empty() ? "" : take_value(flag->name);
+      invocation.flag_values[flag->name].push_back(invocation.flags[flag->name]);
     } else if (command.composes_config && is_override(token)) {
       invocation.request.overrides.push_back(token);
     } else if (command.accepts_positional) {
