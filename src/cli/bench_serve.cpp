@@ -44,6 +44,7 @@ LoadResult load(int port, const std::string& target, const std::string& image, i
     threads.emplace_back([&, c] {
       httplib::Client client("127.0.0.1", port);
       client.set_keep_alive(true);
+      client.set_tcp_nodelay(true);  // as browsers do: the body is not held back behind the headers
       while (next.fetch_add(1) < total) {
         const auto sent = Clock::now();
         const auto answer = client.Post(target.c_str(), image, "application/octet-stream");

@@ -372,7 +372,7 @@ class WebDriverSession {
                                          {{"binary", "/usr/bin/chromium"},
                                           {"args", Json::array(
                                                        {"--headless", "--no-sandbox", "--disable-gpu",
-                                                        "--window-size=1280,900",
+                                                        "--window-size=1280,1100",
                                                         "--user-data-dir=" + profile.string()})}})}})}})}});
     id_ = call("POST", "/session", capabilities).at("sessionId").as_string();
   }
@@ -498,6 +498,7 @@ TEST_F(ServeTest, ThePageCaptionsAnUploadAndDrawsTheHoveredWordsAttention) {
       browser.script("return document.querySelector('.column canvas').dataset.word").as_string(),
       words > 2 ? "2" : "1");
 
+  browser.script("window.scrollTo(0, 0)");
   const std::string png = base64_decode(browser.call("GET", "/screenshot").as_string());
   EXPECT_EQ(png.substr(1, 3), "PNG");
   if (const char* screenshot = std::getenv("SACCADE_EXPLORER_SCREENSHOT")) write_file(screenshot, png);
