@@ -157,8 +157,10 @@ std::string safetensors_dtype_name(torch::Dtype type) {
       " cannot be stored in safetensors; use one of " + known_dtypes());
 }
 
-SafetensorsReader::SafetensorsReader(const std::filesystem::path& path)
-    : path_(path), mapping_(std::make_shared<detail::SafetensorsMapping>()) {
+namespace {
+
+// Maps the whole file into `mapping` (at least its 8-byte header length), or throws naming it.
+void map_safetensors_file(const std::filesystem::path& path, detail::SafetensorsMapping& mapping) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     throw std::runtime_error("Could not open safetensors file " + quoted(path) + ": " + std::strerror(errno));
@@ -183,8 +185,17 @@ SafetensorsReader::SafetensorsReader(const std::filesystem::path& path)
     throw std::runtime_error(
         "Could not map safetensors file " + quoted(path) + ": " + std::strerror(map_errno));
   }
-  mapping_->data = data;
-  mapping_->size = file_bytes;
+  mapping.data = data;
+  mapping.size = file_bytes;
+}
+
+}  // namespace
+
+SafetensorsReader::SafetensorsReader(const std::filesystem::path& path)
+    : path_(path), mapping_(std::make_shared<detail::SafetensorsMapping>()) {
+  map_safetensors_file(path, *mapping_);
+  const void* data = mapping_->data;
+  const uint64_t file_bytes = mapping_->size;
 
   const auto* bytes = static_cast<const unsigned char*>(data);
   uint64_t header_bytes = 0;
