@@ -10,12 +10,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -344,6 +346,29 @@ TEST_F(ServeTest, APortInUseIsOneLineAndAFailure) {
   const auto bad_port = run_saccade({"serve", "--run", run_.string(), "--port", "70000"}, work_->path());
   EXPECT_EQ(bad_port.exit_code, 2);
   EXPECT_NE(bad_port.err.find("--port must be a TCP port, 0 to 65535"), std::string::npos) << bad_port.err;
+}
+
+// `saccade bench serve` answers every request and prints, per search and concurrency, the
+// requests it timed with ordered percentiles.
+TEST_F(ServeTest, TheServeBenchTimesEveryRequest) {
+  const auto result = run_saccade(
+      {"bench", "serve", "-cp", (source_dir() / "configs").string(), "--run", run_.string(), "--requests",
+       "12"},
+      work_->path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::regex line(
+      R"((greedy|beam 3) +concurrency ([14]): +12 requests, p50 +([0-9.]+) ms, p90 +([0-9.]+) ms, )"
+      R"(p99 +([0-9.]+) ms, max +([0-9.]+) ms, +([0-9.]+) requests/s)");
+  int lines = 0;
+  for (std::sregex_iterator match(result.out.begin(), result.out.end(), line), end; match != end; ++match) {
+    ++lines;
+    std::vector<double> ordered;
+    for (size_t group = 3; group <= 6; ++group) ordered.push_back(std::stod((*match)[group].str()));
+    EXPECT_TRUE(std::is_sorted(ordered.begin(), ordered.end())) << match->str();
+    EXPECT_GT(ordered.front(), 0.0) << match->str();
+    EXPECT_GT(std::stod((*match)[7].str()), 0.0) << match->str();
+  }
+  EXPECT_EQ(lines, 4) << result.out;
 }
 
 TEST_F(ServeTest, ListeningBeyondLoopbackIsTheUsersChoiceAndLogged) {

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/bench.h"
+#include "cli/bench/bench.h"
 #include "cli/runtime.h"
 #include "decode/search.h"
 #include "dist/process_group.h"

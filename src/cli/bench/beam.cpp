@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "cli/bench.h"
+#include "cli/bench/bench.h"
 #include "cli/runtime.h"
 #include "decode/search.h"
 #include "kernels/few_rows_linear.h"

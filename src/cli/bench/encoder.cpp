@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench.h"
+#include "cli/bench/bench.h"
 #include "cli/runtime.h"
 #include "kernels/inference_precision.h"
 #include "kernels/kernel_isa.h"

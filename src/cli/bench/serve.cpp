@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/bench.h"
+#include "cli/bench/bench.h"
 #include "cli/runtime.h"
 #include "decode/trained_run.h"
 #include "serve/explorer.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench.h"
+#include "cli/bench/bench.h"
 #include "data/image_cache.h"
 #include "data/loader.h"
 #include "data/parallel.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "cli/bench.h"
+#include "cli/bench/bench.h"
 #include "cli/runtime.h"
 
 namespace saccade::cli {

@@ -10,12 +10,12 @@
 
 namespace saccade::cli {
 
-int bench_decoder(const Job& job);  // bench_decoder.cpp: one training step
-int bench_scst(const Job& job);     // bench_decoder.cpp: one self-critical step beside it
-int bench_beam(const Job& job);     // bench_beam.cpp: greedy and beam search
-int bench_loader(const Job& job);   // bench_loader.cpp: image decoding and batching
-int bench_encoder(const Job& job);  // bench_encoder.cpp: the frozen CNN encoders
-int bench_serve(const Job& job);    // bench_serve.cpp: caption requests to the explorer
+int bench_decoder(const Job& job);  // decoder.cpp: one training step
+int bench_scst(const Job& job);     // decoder.cpp: one self-critical step beside it
+int bench_beam(const Job& job);     // beam.cpp: greedy and beam search
+int bench_loader(const Job& job);   // loader.cpp: image decoding and batching
+int bench_encoder(const Job& job);  // encoder.cpp: the frozen CNN encoders
+int bench_serve(const Job& job);    // serve.cpp: caption requests to the explorer
 
 // The decoder the peer implementations publish numbers for, of the kind `config`'s decoder.kind
 // names (lstm when absent), over D=2048 annotations with V=10000. LSTM: attention, embedding and
@@ -32,7 +32,7 @@ std::string describe_decoder(const DecoderOptions& options);
 
 // The LSTM decoder's useful forward FLOPs (multiply-adds count 2; elementwise work is not
 // counted) over `batch` images of `locations` locations that run `words` decoder steps in all:
-// the keys once per image, h_0 and c_0, then each step's products (bench_decoder.cpp).
+// the keys once per image, h_0 and c_0, then each step's products (decoder.cpp).
 struct LstmForwardFlops {
   double keys = 0, init = 0, per_word = 0;
   double total(int64_t words) const { return keys + init + static_cast<double>(words) * per_word; }
@@ -40,7 +40,7 @@ struct LstmForwardFlops {
 LstmForwardFlops lstm_forward_flops(const DecoderOptions& options, int64_t batch, int64_t locations);
 
 // Runs `run` once under LibTorch's profiler and prints the `top` ops by self time, with their
-// input shapes (bench_decoder.cpp).
+// input shapes (decoder.cpp).
 void print_op_profile(const std::string& what, const std::function<void()>& run, size_t top);
 
 }  // namespace saccade::cli
