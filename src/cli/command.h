@@ -60,6 +60,14 @@ struct Invocation {
   std::string flag(const std::string& name, const std::string& fallback = "") const;
   // The flag's value as an integer >= 1. Throws std::invalid_argument naming the flag otherwise.
   int64_t positive_flag(const std::string& name, const std::string& fallback) const;
+  // The flag's value as an integer in [low, high]; otherwise std::invalid_argument:
+  // "<name> must be <expected>, got '<value>'".
+  int64_t integer_flag(
+      const std::string& name,
+      const std::string& fallback,
+      int64_t low,
+      int64_t high,
+      const std::string& expected) const;
 };
 
 struct Job {

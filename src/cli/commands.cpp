@@ -2,6 +2,8 @@
 // the function that runs it; commands() lists them in `--help` order.
 #include "cli/command.h"
 
+#include <limits>
+
 namespace saccade::cli {
 
 std::string Invocation::flag(const std::string& name, const std::string& fallback) const {
@@ -10,6 +12,15 @@ std::string Invocation::flag(const std::string& name, const std::string& fallbac
 }
 
 int64_t Invocation::positive_flag(const std::string& name, const std::string& fallback) const {
+  return integer_flag(name, fallback, 1, std::numeric_limits<int64_t>::max(), "a positive integer");
+}
+
+int64_t Invocation::integer_flag(
+    const std::string& name,
+    const std::string& fallback,
+    int64_t low,
+    int64_t high,
+    const std::string& expected) const {
   const std::string text = flag(name, fallback);
   size_t used = 0;
   int64_t value = 0;
@@ -18,8 +29,8 @@ int64_t Invocation::positive_flag(const std::string& name, const std::string& fa
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || used == 0 || value < 1) {
-    throw std::invalid_argument(name + " must be a positive integer, got '" + text + "'");
+  if (used != text.size() || used == 0 || value < low || value > high) {
+    throw std::invalid_argument(name + " must be " + expected + ", got '" + text + "'");
   }
   return value;
 }

@@ -22,21 +22,6 @@
 namespace saccade::cli {
 namespace {
 
-int port_flag(const Invocation& invocation) {
-  const std::string text = invocation.flag("--port", "8080");
-  size_t used = 0;
-  int port = -1;
-  try {
-    port = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || port < 0 || port > 65535)
-    throw std::invalid_argument(
-        "--port must be a TCP port, 0 to 65535 (0: any free port), got '" + text + "'");
-  return port;
-}
-
 std::vector<ExploredRun> load_runs(const Job& job) {
   const Invocation& invocation = *job.invocation;
   const auto given = invocation.flag_values.find("--run");
@@ -112,7 +97,8 @@ int run_serve(const Job& job) {
     throw std::invalid_argument("saccade serve serves one configuration: -m (a sweep) does not apply to it");
   ServeOptions options = serve_options_from(job.composition.config);
   options.host = job.invocation->flag("--host", "127.0.0.1");
-  options.port = port_flag(*job.invocation);
+  options.port = static_cast<int>(
+      job.invocation->integer_flag("--port", "8080", 0, 65535, "a TCP port, 0 to 65535 (0: any free port)"));
   Explorer explorer(load_runs(job));
   ExplorerServer server(explorer, options);
   const int port = server.bind();
