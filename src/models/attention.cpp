@@ -85,15 +85,30 @@ void validate(const AttentionOptions& options) {
   }
 }
 
+AttentionHistory AttentionHistory::rows(const torch::Tensor& index) const {
+  return {rows_of(previous_alpha, index), rows_of(coverage, index)};
+}
+
+AttentionHistory AttentionHistory::prefix(int64_t n) const {
+  const auto first = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, 0, n) : x; };
+  return {first(previous_alpha), first(coverage)};
+}
+
+AttentionHistory AttentionHistory::repeated(int64_t beams) const {
+  const auto per_beam = [&](const torch::Tensor& x) {
+    return x.defined() ? x.repeat_interleave(beams, 0) : x;
+  };
+  return {per_beam(previous_alpha), per_beam(coverage)};
+}
+
 torch::Tensor AttentionMemory::per_image(const torch::Tensor& x) const {
   return images.defined() ? rows_of(x, images) : x;
 }
 
 AttentionMemory AttentionMemory::copied(
     const torch::Tensor& read, const torch::Tensor& rows, int64_t beams) const {
-  AttentionMemory selected{rows_of(keys, read),           rows_of(values, read),
-                           rows_of(mask, rows),           nullptr,
-                           rows_of(previous_alpha, rows), beams};
+  AttentionMemory selected{
+      rows_of(keys, read), rows_of(values, read), rows_of(mask, rows), nullptr, history.rows(rows), beams};
   selected.keys_t = rows_of(keys_t, read);
   return selected;
 }
@@ -112,7 +127,7 @@ AttentionMemory AttentionMemory::select_images(const torch::Tensor& chosen, cons
   if (kernels_read_in_place(keys) && kernels_read_in_place(values)) {
     AttentionMemory selected = *this;
     selected.mask = rows_of(mask, rows);
-    selected.previous_alpha = rows_of(previous_alpha, rows);
+    selected.history = history.rows(rows);
     selected.images = read;
     return selected;
   }
@@ -126,7 +141,7 @@ AttentionMemory AttentionMemory::head(int64_t n) const {
   TORCH_CHECK(
       !images.defined(), "AttentionMemory::head: the images of a search are not a length-sorted batch");
   const auto prefix = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, 0, n) : x; };
-  AttentionMemory first{prefix(keys), prefix(values), prefix(mask), shared_keys, prefix(previous_alpha)};
+  AttentionMemory first{prefix(keys), prefix(values), prefix(mask), shared_keys, history.prefix(n)};
   first.keys_t = prefix(keys_t);
   return first;
 }
@@ -198,12 +213,9 @@ bool AttentionImpl::beams_can_share(const AttentionMemory& memory) {
 }
 
 AttentionMemory AttentionImpl::shared_by_beams(const AttentionMemory& memory, int64_t beams) {
-  const auto per_beam = [&](const torch::Tensor& x) {
-    return x.defined() ? x.repeat_interleave(beams, 0) : x;
-  };
   AttentionMemory shared = memory;
-  shared.mask = per_beam(memory.mask);
-  shared.previous_alpha = per_beam(memory.previous_alpha);
+  shared.mask = memory.mask.defined() ? memory.mask.repeat_interleave(beams, 0) : memory.mask;
+  shared.history = memory.history.repeated(beams);
   shared.beams = beams;
   return shared;
 }
@@ -240,6 +252,8 @@ AttentionMemory AttentionImpl::for_beams(const AttentionMemory& memory, int64_t 
 AttentionStep AttentionImpl::attend(
     const AttentionMemory& memory, const torch::Tensor& q, const ContextReader& reader) {
   auto e = scores(memory, q);  // [B, N, L]
+  if (options_.coverage && memory.history.previous_alpha.defined())
+    e = e + history_scores(memory.history, q);  // [B, N, L]
   if (memory.mask.defined()) {
     e = e.masked_fill(
         memory.mask.logical_not().unsqueeze(1), -std::numeric_limits<double>::infinity());  // [B, N, L]
@@ -250,6 +264,29 @@ AttentionStep AttentionImpl::attend(
       combine(expected_value(weights, memory.values, memory.beams, memory.images));  // [B, D]
   const auto unheaded = [&](const torch::Tensor& x) { return keeps_heads() ? x : x.squeeze(1); };
   return {context, unheaded(alpha), unheaded(weights)};
+}
+
+torch::Tensor AttentionImpl::history_scores(const AttentionHistory& history, const torch::Tensor& q) {
+  TORCH_CHECK(
+      coverage_gates, "Attention with coverage has no coverage gates (build it with build_attention)");
+  const auto gates = coverage_gates(q).unsqueeze(2);  // [B, 2, 1]
+  const auto per_head = [](const torch::Tensor& x) { return x.dim() == 2 ? x.unsqueeze(1) : x; };
+  return gates.narrow(1, 0, 1) * per_head(history.previous_alpha) +
+         gates.narrow(1, 1, 1) * per_head(history.coverage);  // [B, N, L]
+}
+
+AttentionHistory AttentionImpl::after_step(
+    const AttentionHistory& history, const torch::Tensor& alpha) const {
+  if (!options_.coverage) return {alpha, {}};
+  return {alpha, history.coverage.defined() ? history.coverage + alpha : alpha};
+}
+
+void AttentionImpl::add_coverage_gates() {
+  // Zero gates: the model starts as the one without coverage, and learns how much to read it.
+  coverage_gates = register_module("coverage_gates", torch::nn::Linear(query_size(), 2));
+  torch::NoGradGuard no_grad;
+  coverage_gates->weight.zero_();
+  coverage_gates->bias.zero_();
 }
 
 AttentionStep AttentionImpl::forward(
@@ -396,9 +433,10 @@ torch::Tensor LocalAttentionImpl::scores(const AttentionMemory& memory, const to
       {torch::arange(rows, q.options()).repeat_interleave(columns),
        torch::arange(columns, q.options()).repeat({rows})},
       1);  // [L, 2] (row, column)
-  const bool monotonic = options_.centre == LocalCentre::monotonic && memory.previous_alpha.defined();
-  const auto centre = monotonic ? peak_cell(memory.previous_alpha) : window_centre(q);  // [B, 2]
-  const auto offset = cells.unsqueeze(0) - centre.unsqueeze(1);                         // [B, L, 2]
+  const auto& previous_alpha = memory.history.previous_alpha;
+  const bool monotonic = options_.centre == LocalCentre::monotonic && previous_alpha.defined();
+  const auto centre = monotonic ? peak_cell(previous_alpha) : window_centre(q);  // [B, 2]
+  const auto offset = cells.unsqueeze(0) - centre.unsqueeze(1);                  // [B, L, 2]
   const auto nearest = centre.detach().round().unsqueeze(1);  // [B, 1, 2]: the window's centre cell
   const auto outside = (cells.unsqueeze(0) - nearest).abs().gt(options_.window).any(2);  // [B, L]
   const double sigma = options_.window / 2.0;
@@ -419,7 +457,9 @@ Registry<AttentionBuilder>& attention_registry() {
 
 Attention build_attention(const AttentionOptions& options) {
   validate(options);
-  return attention_registry().get(options.kind)(options);
+  auto attention = attention_registry().get(options.kind)(options);
+  if (options.coverage) attention->add_coverage_gates();
+  return attention;
 }
 
 }  // namespace saccade

@@ -22,6 +22,12 @@
 //   local       additive scores inside a window of the grid around a centre predicted from h,
 //               weighted by a Gaussian around it; exactly 0 outside (Luong et al. 2015, local-p,
 //               in 2D; LocalAttentionImpl).
+// With coverage (AttentionOptions::coverage), any kind's scores also read where the attention has
+// looked (AttentionHistory), weighted by two gates the query sets at each step:
+//   e_ti += g_t^last alpha_{t-1,i} + g_t^cov sum_{s<t} alpha_{s,i},   (g_t^last, g_t^cov) = W_g q_t + b_g
+// so a step can look again where the last one looked (the shape after its colour) or away from
+// what the caption has read (the next object): Tu et al. (2016)'s coverage vector, entering the
+// score as a feature whose sign and weight the step chooses.
 // The paper's scalar bias on e (c_tt in the authors' code) is left out: softmax ignores it.
 //
 // Everything that depends only on the annotations (keys, values) is computed once per image by
@@ -90,10 +96,28 @@ struct AttentionOptions {
   LocalCentre centre = LocalCentre::predicted;
   // [Hg, Wg] of the annotation grid (L = Hg * Wg, row-major); local needs it, {0, 0} = unknown.
   std::array<int64_t, 2> grid{0, 0};
+  // Whether the scores read the attention's history through two gates of the query (see above).
+  bool coverage = false;
 };
 
 // Throws std::invalid_argument, one sentence per broken rule (unknown kind lists the known ones).
 void validate(const AttentionOptions& options);
+
+// Where the attention has looked before the current step, one row per row of the memory.
+struct AttentionHistory {
+  // The previous step's alpha [B, L] (or [B, N, L]); undefined before the first step.
+  torch::Tensor previous_alpha;
+  // With coverage: the sum of every previous step's alpha, like previous_alpha; undefined before
+  // the first step and without coverage.
+  torch::Tensor coverage;
+
+  // Rows `index` [B'] of both, in that order.
+  AttentionHistory rows(const torch::Tensor& index) const;
+  // Their first n rows, as views.
+  AttentionHistory prefix(int64_t n) const;
+  // Each row repeated `beams` times, b R .. b R + R - 1.
+  AttentionHistory repeated(int64_t beams) const;
+};
 
 // The encoder-side part of attention, computed once per image and reused at every step and beam.
 struct AttentionMemory {
@@ -105,11 +129,11 @@ struct AttentionMemory {
   // Shared by head(), dropped by index_select() (those keys are new tensors), made anew for
   // them by select_images().
   std::shared_ptr<TimeSharedTensor> shared_keys;
-  // The previous step's alpha [B, L] (or [B, N, L]); undefined before the first step. The decoder
-  // sets it after each step; local attention with a monotonic centre reads it.
-  torch::Tensor previous_alpha;
+  // Where the attention has looked: the decoder sets it after each step (AttentionImpl::after_step);
+  // local attention with a monotonic centre and coverage read it.
+  AttentionHistory history;
   // Rows per image: 1, or R beams whose rows b R .. b R + R - 1 all read image b's keys and
-  // values, kept once (AttentionImpl::for_beams); mask and previous_alpha have a row per beam.
+  // values, kept once (AttentionImpl::for_beams); mask and history have a row per beam.
   int64_t beams = 1;
   // The keys transposed, [B, N, A, L] (N = 1 but for multihead), for the kinds whose scores are
   // dot products where no gradient is needed and the CPU kernels run: the expected-value kernel
@@ -133,7 +157,7 @@ struct AttentionMemory {
   // The first n rows of every member, as views (the active prefix of a length-sorted batch);
   // beams = 1 only.
   AttentionMemory head(int64_t n) const;
-  // A copy: keys, values and keys_t at rows `read` of theirs, mask and previous_alpha at `rows`,
+  // A copy: keys, values and keys_t at rows `read` of theirs, mask and history at `rows`,
   // `beams` rows per image; shared_keys not carried (the keys are new tensors).
   AttentionMemory copied(const torch::Tensor& read, const torch::Tensor& rows, int64_t beams) const;
 };
@@ -226,7 +250,8 @@ class AttentionImpl : public torch::nn::Module {
   // they are; elsewhere they are copied per beam.
   virtual AttentionMemory for_beams(const AttentionMemory& memory, int64_t beams);
 
-  // One step from a projected query q [B, Q]: mask, softmax over L, read, combine.
+  // One step from a projected query q [B, Q]: scores (with coverage, the history's too), mask,
+  // softmax over L, read, combine.
   AttentionStep attend(
       const AttentionMemory& memory,
       const torch::Tensor& q,
@@ -238,6 +263,15 @@ class AttentionImpl : public torch::nn::Module {
       const torch::Tensor& h,
       const ContextReader& reader = soft_context_reader());
 
+  // `history` after a step whose weights were alpha: alpha is the previous one, and with coverage
+  // it joins the sum.
+  AttentionHistory after_step(const AttentionHistory& history, const torch::Tensor& alpha) const;
+
+  // With coverage: W_g, b_g, the two gates of the history's terms, {weight [2, Q], bias [2]}.
+  // build_attention adds them once the kind has its query map.
+  torch::nn::Linear coverage_gates{nullptr};
+  void add_coverage_gates();
+
  protected:
   // The keys of annotations [B, L, D]: [B, L, A] (or per head [B, N, L, K]).
   virtual torch::Tensor memory_keys(const torch::Tensor& annotations, AnnotationProjector& project) = 0;
@@ -245,7 +279,7 @@ class AttentionImpl : public torch::nn::Module {
   static torch::Tensor transposed_keys(const torch::Tensor& keys);
   // Whether for_beams may keep one copy per image of `memory`'s keys and values.
   static bool beams_can_share(const AttentionMemory& memory);
-  // `memory` with a row of mask and previous_alpha per beam and `beams` rows per image of the rest.
+  // `memory` with a row of mask and history per beam and `beams` rows per image of the rest.
   static AttentionMemory shared_by_beams(const AttentionMemory& memory, int64_t beams);
   // Dot-product scores [B, N, L] of q [B, N * A] against keys [B, L, A] or [B, N, L, A], or
   // against memory.keys_t where it is kept.
@@ -257,6 +291,8 @@ class AttentionImpl : public torch::nn::Module {
   virtual bool keeps_heads() const { return false; }
   // Whether the scores are dot products of the query with the keys (dot_scores).
   virtual bool dot_product_scores() const { return false; }
+  // The history's share of the scores, [B, 1, L] or [B, N, L], for q [B, Q].
+  torch::Tensor history_scores(const AttentionHistory& history, const torch::Tensor& q);
 
   AttentionOptions options_;
 };
@@ -362,7 +398,7 @@ class LocalAttentionImpl : public AdditiveAttentionImpl {
 using AttentionBuilder = std::function<Attention(const AttentionOptions&)>;
 Registry<AttentionBuilder>& attention_registry();
 
-// Validates the options and builds the module of options.kind.
+// Validates the options and builds the module of options.kind (with its coverage gates).
 Attention build_attention(const AttentionOptions& options);
 
 }  // namespace saccade

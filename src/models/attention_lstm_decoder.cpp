@@ -307,9 +307,9 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
       c = c.narrow(0, 0, n);  // [n, H]
     }
     auto out = cell(w, memory, {prefix(x_steps, t, n), {}, prefix(query_steps, t, n)}, h, c, reader);
-    h = out.h;                          // [n, H]
-    c = out.c;                          // [n, H]
-    memory.previous_alpha = out.alpha;  // a monotonic local centre follows its peak
+    h = out.h;  // [n, H]
+    c = out.c;  // [n, H]
+    memory.history = attention->after_step(memory.history, out.alpha);
     hs.push_back(out.h);
     contexts.push_back(out.context);
     alphas.push_back(out.alpha);
@@ -333,16 +333,6 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   output.expectation_rows = expectation_rows;                       // [B]
   return output;
 }
-
-namespace {
-
-// The attention memory for the next step: the same keys and values, this step's alpha.
-AttentionMemory after_step(AttentionMemory memory, const torch::Tensor& alpha) {
-  memory.previous_alpha = alpha;
-  return memory;
-}
-
-}  // namespace
 
 DecoderStep AttentionLSTMDecoderImpl::step(
     const DecoderState& state,
@@ -369,7 +359,8 @@ DecoderStep AttentionLSTMDecoderImpl::step(
   step.gate = out.gate;
   step.state.h = out.h;
   step.state.c = out.c;
-  step.state.memory = after_step(state.memory, out.alpha);
+  step.state.memory = state.memory;
+  step.state.memory.history = attention->after_step(state.memory.history, out.alpha);
   if (hard) step.weights = out.weights;
   return step;
 }

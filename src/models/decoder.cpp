@@ -83,6 +83,7 @@ AttentionOptions DecoderOptions::attention() const {
   options.window = attention_window;
   options.centre = attention_centre;
   options.grid = grid;
+  options.coverage = attention_coverage;
   return options;
 }
 
@@ -124,6 +125,9 @@ DecoderOptions decoder_options_from(const Config& config, ArchitectureKeys* arch
   options.attention_query = config.has("decoder.attention.query")
                                 ? config.get_parsed(shaping("decoder.attention.query"), parse_attention_query)
                                 : AttentionQuery::hidden;
+  // A run saved before coverage existed had none.
+  options.attention_coverage =
+      config.has("decoder.attention.coverage") && config.get<bool>(shaping("decoder.attention.coverage"));
   options.attention_mode = config.get_parsed(shaping("decoder.attention.mode"), parse_attention_mode);
   options.hard_expectation = config.get<double>("decoder.attention.hard_expectation");
   options.gate = config.get_parsed(shaping("decoder.gate"), parse_gate);
@@ -222,7 +226,7 @@ DecoderState DecoderState::reorder_beams(const torch::Tensor& index) const {
   DecoderState reordered = *this;
   reordered.h = rows_of(h, index);
   reordered.c = rows_of(c, index);
-  reordered.memory.previous_alpha = rows_of(memory.previous_alpha, index);
+  reordered.memory.history = memory.history.rows(index);
   reordered.word_keys = rows_of(word_keys, index);
   reordered.word_values = rows_of(word_values, index);
   return reordered;

@@ -121,6 +121,8 @@ struct DecoderOptions {
   InitialState initial_state = InitialState::mean_annotation;
   // What the attention's query reads.
   AttentionQuery attention_query = AttentionQuery::hidden;
+  // Whether the attention's scores read where it has looked (AttentionOptions::coverage).
+  bool attention_coverage = false;
   // soft | hard.
   AttentionMode attention_mode = AttentionMode::soft;
   // Hard mode, training: the probability that a caption reads the expected context instead of
@@ -152,11 +154,12 @@ struct DecoderOptions {
 
 // Reads decoder.kind (lstm when absent: a run saved before it existed), then for the LSTM
 // decoder.{embed_dim, hidden_dim, initial_state, attention.{kind, dim, heads, window, centre,
-// query, mode, hard_expectation}, gate, deep_output, dropout} (initial_state and attention.query
-// as the paper's when absent: a run saved before them), for the Transformer decoder.{layers,
-// heads, dim, ffn_dim, dropout, tied_embeddings, maps_layer}. vocab_size, annotation_dim and grid stay unset:
-// the caller sets them from the vocabulary and the encoder. Throws ConfigError for a missing key or a bad
-// value. Records the keys that shape the model in `architecture`, when given (models/architecture_keys.h).
+// query, coverage, mode, hard_expectation}, gate, deep_output, dropout} (initial_state,
+// attention.query and attention.coverage as the paper's when absent: a run saved before them), for the
+// Transformer decoder.{layers, heads, dim, ffn_dim, dropout, tied_embeddings, maps_layer}. vocab_size,
+// annotation_dim and grid stay unset: the caller sets them from the vocabulary and the encoder. Throws
+// ConfigError for a missing key or a bad value. Records the keys that shape the model in `architecture`, when
+// given (models/architecture_keys.h).
 DecoderOptions decoder_options_from(const Config& config, ArchitectureKeys* architecture = nullptr);
 
 // Throws std::invalid_argument, one sentence per broken rule.

@@ -20,7 +20,7 @@ class AttentionTest : public ::testing::Test {
 };
 
 // B=3 images, L=5 locations, D=6, H=4, A=8 (multihead: 2 heads of 4).
-AttentionOptions small_options(const std::string& kind) {
+AttentionOptions small_attention_options(const std::string& kind) {
   AttentionOptions options;
   options.kind = kind;
   options.annotation_dim = 6;
@@ -57,7 +57,7 @@ AttentionOptions tiny_options(const std::string& kind, int64_t heads = 1) {
 
 TEST_F(AttentionTest, AlphaSumsToOneAndShapesHoldForEveryKind) {
   for (const auto& kind : kKinds) {
-    auto attention = build_attention(small_options(kind));
+    auto attention = build_attention(small_attention_options(kind));
     const auto annotations = torch::randn({3, 5, 6});
     const auto memory = attention->remember(annotations);
     const auto step = attention->forward(memory, torch::randn({3, 4}));
@@ -165,7 +165,7 @@ TEST_F(AttentionTest, MultiheadHandWorked) {
 }
 
 TEST_F(AttentionTest, OneHeadMultiheadWithIdentityValuesIsScaledDot) {
-  auto options = small_options("multihead");
+  auto options = small_attention_options("multihead");
   options.heads = 1;
   options.dim = options.annotation_dim;  // W_v and W_o can then be the identity
   auto multihead = std::make_shared<MultiheadAttentionImpl>(options);
@@ -185,7 +185,7 @@ TEST_F(AttentionTest, OneHeadMultiheadWithIdentityValuesIsScaledDot) {
 
 TEST_F(AttentionTest, MaskedLocationsGetZeroWeight) {
   for (const auto& kind : kKinds) {
-    auto attention = build_attention(small_options(kind));
+    auto attention = build_attention(small_attention_options(kind));
     const auto annotations = torch::randn({3, 5, 6});
     auto mask = torch::ones({3, 5}, torch::kBool);
     mask[0][4] = false;
@@ -205,7 +205,7 @@ TEST_F(AttentionTest, MaskedLocationsGetZeroWeight) {
 
 TEST_F(AttentionTest, GradientsMatchFiniteDifferences) {
   for (const auto& kind : kKinds) {
-    auto attention = build_attention(small_options(kind));
+    auto attention = build_attention(small_attention_options(kind));
     attention->to(torch::kDouble);
     const auto annotations = torch::randn({3, 5, 6}, torch::kDouble).requires_grad_();
     const auto h = torch::randn({3, 4}, torch::kDouble).requires_grad_();
@@ -227,11 +227,89 @@ TEST_F(AttentionTest, GradientsMatchFiniteDifferences) {
   }
 }
 
+// Coverage adds g_last alpha_{t-1} + g_cov sum_{s<t} alpha_s to any kind's scores, with
+// (g_last, g_cov) = W_g q + b_g. Since softmax(e + x) = softmax(log softmax(e) + x), the kind's
+// alpha without a history gives the expected one. Fresh gates are zero: the plain model.
+TEST_F(AttentionTest, CoverageAddsTheGatedHistoryToEveryKindsScores) {
+  for (const auto& kind : kKinds) {
+    auto options = small_attention_options(kind);
+    options.coverage = true;
+    auto attention = build_attention(options);
+    attention->to(torch::kDouble);
+    ASSERT_TRUE(attention->coverage_gates) << kind;
+    EXPECT_EQ(attention->coverage_gates->weight.sizes(), torch::IntArrayRef({2, attention->query_size()}));
+    const auto memory = attention->remember(torch::randn({3, 5, 6}, torch::kDouble));
+    const auto q = attention->project_query(torch::randn({3, 4}, torch::kDouble));
+    const auto plain = attention->attend(memory, q).alpha;  // before the first step: no history
+    auto looked = memory;
+    looked.history.previous_alpha = torch::softmax(torch::randn(plain.sizes(), torch::kDouble), -1);
+    looked.history.coverage = 3.0 * torch::rand(plain.sizes(), torch::kDouble);
+    EXPECT_TRUE(torch::allclose(attention->attend(looked, q).alpha, plain, 1e-12, 1e-12)) << kind;
+    {
+      torch::NoGradGuard no_grad;
+      attention->coverage_gates->weight.normal_();
+      attention->coverage_gates->bias.normal_();
+    }
+    const auto gates = torch::nn::functional::linear(
+        q, attention->coverage_gates->weight, attention->coverage_gates->bias);  // [3, 2]
+    const auto gate = [&](int64_t which) {
+      auto column = gates.select(1, which);
+      while (column.dim() < plain.dim()) column = column.unsqueeze(-1);
+      return column;
+    };
+    const auto expected = torch::softmax(
+        torch::log(plain) + gate(0) * looked.history.previous_alpha + gate(1) * looked.history.coverage, -1);
+    const auto actual = attention->attend(looked, q).alpha;
+    EXPECT_TRUE(torch::allclose(actual, expected, 1e-10, 1e-12)) << kind;
+    EXPECT_GT((actual - plain).abs().max().item<double>(), 1e-3) << kind;
+    // The history after a step: its alpha last, added to the sum.
+    const auto next = attention->after_step(looked.history, actual);
+    EXPECT_TRUE(torch::equal(next.previous_alpha, actual)) << kind;
+    EXPECT_TRUE(torch::allclose(next.coverage, looked.history.coverage + actual)) << kind;
+  }
+  auto plain_attention = build_attention(small_attention_options("additive"));
+  EXPECT_FALSE(plain_attention->coverage_gates);
+  const auto alpha = torch::softmax(torch::randn({3, 5}), -1);
+  const auto first = plain_attention->after_step({}, alpha);
+  EXPECT_TRUE(torch::equal(first.previous_alpha, alpha));
+  EXPECT_FALSE(first.coverage.defined());  // kept only where it is read
+}
+
+// With coverage the gradient also runs through the history into the gates.
+TEST_F(AttentionTest, CoverageGradientsMatchFiniteDifferences) {
+  for (const auto& kind : {"additive", "multihead"}) {
+    auto options = small_attention_options(kind);
+    options.coverage = true;
+    auto attention = build_attention(options);
+    attention->to(torch::kDouble);
+    {
+      torch::NoGradGuard no_grad;
+      attention->coverage_gates->weight.normal_();
+      attention->coverage_gates->bias.normal_();
+    }
+    const auto annotations = torch::randn({3, 5, 6}, torch::kDouble).requires_grad_();
+    const auto h = torch::randn({2, 3, 4}, torch::kDouble).requires_grad_();
+    const auto alpha_weight = torch::randn({3, options.heads, 5}, torch::kDouble);
+    const auto loss = [&] {  // two steps, so the second reads the first's alpha
+      auto memory = attention->remember(annotations);
+      const auto first = attention->forward(memory, h[0]);
+      memory.history = attention->after_step(memory.history, first.alpha);
+      const auto second = attention->forward(memory, h[1]);
+      return (second.alpha.reshape({3, options.heads, 5}) * alpha_weight).sum() + second.context.sum();
+    };
+    std::vector<std::pair<std::string, torch::Tensor>> tensors = {{"annotations", annotations}, {"h", h}};
+    for (const auto& parameter : attention->named_parameters())
+      tensors.emplace_back(parameter.key(), parameter.value());
+    const auto error = testing::gradient_error(loss, tensors);
+    EXPECT_LT(error.max_abs, 1e-7) << kind << " at " << error.where;
+  }
+}
+
 TEST_F(AttentionTest, AdditiveStepsMatchPlainAutogradInFloat) {
   // The additive kind's fused scores (a rational tanh in float; the keys' gradient added in place
   // across steps) against the formula in plain torch ops, over three steps whose active batch
   // shrinks 4 -> 4 -> 2 as in the decoder.
-  auto attention = std::make_shared<AdditiveAttentionImpl>(small_options("additive"));
+  auto attention = std::make_shared<AdditiveAttentionImpl>(small_attention_options("additive"));
   const auto annotations = torch::randn({4, 5, 6});
   const std::vector<int64_t> active = {4, 4, 2};
   std::vector<torch::Tensor> hs, weights;
@@ -276,7 +354,7 @@ TEST_F(AttentionTest, AdditiveStepsMatchPlainAutogradInFloat) {
 TEST_F(AttentionTest, ProjectedQueryPathEqualsForward) {
   // The decoder feeds attend() a query from its own fused GEMM; it must agree with forward().
   for (const auto& kind : kKinds) {
-    auto attention = build_attention(small_options(kind));
+    auto attention = build_attention(small_attention_options(kind));
     const auto memory = attention->remember(torch::randn({3, 5, 6}));
     const auto h = torch::randn({3, 4});
     auto q = h;
@@ -292,7 +370,7 @@ TEST_F(AttentionTest, ProjectedQueryPathEqualsForward) {
 }
 
 TEST_F(AttentionTest, MemoryReordersAndExpandsForBeams) {
-  auto attention = build_attention(small_options("additive"));
+  auto attention = build_attention(small_attention_options("additive"));
   const auto annotations = torch::randn({3, 5, 6});
   const auto h = torch::randn({3, 4});
   const auto memory = attention->remember(annotations);
@@ -317,7 +395,7 @@ TEST_F(AttentionTest, SelectedImagesReadTheirMemoryInPlace) {
   for (const auto& kind : kinds) {
     for (const auto& [dtype, beams] : std::vector<std::pair<torch::ScalarType, int64_t>>{
              {torch::kFloat, 1}, {torch::kFloat, 2}, {torch::kDouble, 2}}) {
-      auto options = small_options(kind);
+      auto options = small_attention_options(kind);
       options.grid = {1, 5};
       options.window = 1;
       auto attention = build_attention(options);
@@ -367,7 +445,7 @@ TEST_F(AttentionTest, SelectedImagesReadTheirMemoryInPlace) {
 }
 
 TEST_F(AttentionTest, ValidationNamesTheProblem) {
-  auto options = small_options("bahdanau");
+  auto options = small_attention_options("bahdanau");
   try {
     validate(options);
     FAIL() << "expected std::invalid_argument";
@@ -377,16 +455,16 @@ TEST_F(AttentionTest, ValidationNamesTheProblem) {
         "multihead, scaled_dot";
     EXPECT_EQ(std::string(error.what()).rfind(expected, 0), 0u) << error.what();
   }
-  options = small_options("multihead");
+  options = small_attention_options("multihead");
   options.heads = 3;  // 8 is not divisible by 3
   EXPECT_THROW(validate(options), std::invalid_argument);
-  options = small_options("additive");
+  options = small_attention_options("additive");
   options.dim = 0;
   EXPECT_THROW(build_attention(options), std::invalid_argument);
   const auto annotations = torch::randn({3, 5, 7});  // D = 7, expected 6
-  EXPECT_THROW(build_attention(small_options("dot"))->remember(annotations), std::invalid_argument);
+  EXPECT_THROW(build_attention(small_attention_options("dot"))->remember(annotations), std::invalid_argument);
   EXPECT_THROW(
-      build_attention(small_options("dot"))
+      build_attention(small_attention_options("dot"))
           ->remember(torch::randn({3, 5, 6}), torch::ones({3, 4}, torch::kBool)),
       std::invalid_argument);
 }
@@ -400,7 +478,7 @@ TEST_F(AttentionTest, RegistryAcceptsNewKindsAndRejectsTakenNames) {
   attention_registry().add(kind, builder);
   const auto kinds = attention_registry().names();
   EXPECT_NE(std::find(kinds.begin(), kinds.end(), kind), kinds.end());
-  auto attention = build_attention(small_options(kind));
+  auto attention = build_attention(small_attention_options(kind));
   const auto step = attention->forward(attention->remember(torch::randn({1, 5, 6})), torch::randn({1, 4}));
   EXPECT_EQ(step.alpha.sizes(), torch::IntArrayRef({1, 5}));
   EXPECT_THROW(attention_registry().add(kind, builder), std::invalid_argument);
@@ -409,7 +487,7 @@ TEST_F(AttentionTest, RegistryAcceptsNewKindsAndRejectsTakenNames) {
 
 // local on a 5 x 6 grid (L = 30) with the dims of small_options.
 AttentionOptions local_options(int64_t window) {
-  auto options = small_options("local");
+  auto options = small_attention_options("local");
   options.grid = {5, 6};
   options.window = window;
   return options;
@@ -466,7 +544,7 @@ TEST_F(AttentionTest, LocalIsAdditiveTimesAGaussianRenormalizedOverTheWindow) {
     options.centre = mode;
     auto attention = std::make_shared<LocalAttentionImpl>(options);
     attention->to(torch::kDouble);
-    auto additive = std::make_shared<AdditiveAttentionImpl>(small_options("additive"));
+    auto additive = std::make_shared<AdditiveAttentionImpl>(small_attention_options("additive"));
     additive->to(torch::kDouble);
     set_linear(additive->key, attention->key->weight.detach(), attention->key->bias.detach());
     set_linear(additive->query, attention->query->weight.detach());
@@ -476,9 +554,9 @@ TEST_F(AttentionTest, LocalIsAdditiveTimesAGaussianRenormalizedOverTheWindow) {
     const auto global = additive->forward(additive->remember(annotations), h).alpha;  // [B, L]
     auto memory = attention->remember(annotations);
     // Previous peaks at cells 0 (a corner), 29 (the other), 14 (row 2, column 2) and 9 (row 1, column 3).
-    memory.previous_alpha = torch::full({4, 30}, 0.01, torch::kDouble);
+    memory.history.previous_alpha = torch::full({4, 30}, 0.01, torch::kDouble);
     const int64_t peaks[4] = {0, 29, 14, 9};
-    for (int64_t b = 0; b < 4; ++b) memory.previous_alpha[b][peaks[b]] = 0.5;
+    for (int64_t b = 0; b < 4; ++b) memory.history.previous_alpha[b][peaks[b]] = 0.5;
     const auto centre = mode == LocalCentre::predicted
                             ? attention->window_centre(attention->project_query(h))
                             : torch::tensor({{0.0, 0.0}, {4.0, 5.0}, {2.0, 2.0}, {1.0, 3.0}}, torch::kDouble);

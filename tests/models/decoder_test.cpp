@@ -67,7 +67,11 @@ DecoderOutput naive_forward(AttentionLSTMDecoderImpl& decoder, const Batch& batc
     auto query = decoder.attention->project_query(h);
     if (decoder.query_word) query = query + decoder.query_word(emb);
     const auto attended = decoder.attention->attend(memory, query);
-    memory.previous_alpha = attended.alpha;  // what a monotonic local centre follows
+    // What a monotonic local centre follows, and with coverage the sum of every alpha so far.
+    auto& history = memory.history;
+    if (decoder.options().attention_coverage)
+      history.coverage = history.coverage.defined() ? history.coverage + attended.alpha : attended.alpha;
+    history.previous_alpha = attended.alpha;
     auto z = attended.context;
     if (decoder.gate) {
       gates.push_back(torch::sigmoid(decoder.gate(h)));
@@ -149,6 +153,51 @@ TEST_F(DecoderTest, AQueryReadingTheWordMatchesTheNaiveReference) {
   }
 }
 
+// Coverage (every kind's scores read the history through gates of the query): forward against
+// the naive reference, which keeps the history itself; each step, with and without gradients,
+// reproduces forward; the gates do move alpha.
+TEST_F(DecoderTest, CoverageMatchesTheNaiveReferenceStepByStep) {
+  for (const std::string kind : {"additive", "dot", "multihead", "local"}) {
+    auto options = small_options(kind);
+    options.attention_coverage = true;
+    options.attention_query = AttentionQuery::hidden_and_word;
+    options.grid = {3, 3};
+    options.attention_window = 1;
+    AttentionLSTMDecoder decoder(options);
+    decoder->to(torch::kDouble);
+    decoder->eval();
+    auto& gates = decoder->attention->coverage_gates;
+    ASSERT_TRUE(gates) << kind;
+    const auto batch = small_batch(torch::kDouble, 9);
+    const auto without = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+    {
+      torch::NoGradGuard no_grad;
+      gates->weight.normal_(0.0, 2.0);
+      gates->bias.normal_(0.0, 2.0);
+    }
+    const auto actual = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+    const auto expected = naive_forward(*decoder, batch);
+    EXPECT_LT(max_diff(actual.logits, expected.logits), 1e-12) << kind;
+    EXPECT_LT(max_diff(actual.alphas, expected.alphas), 1e-12) << kind;
+    EXPECT_GT(max_diff(actual.alphas, without.alphas), 1e-3) << kind;
+    for (const bool gradients : {true, false}) {
+      torch::AutoGradMode grad_mode(gradients);
+      auto state = decoder->init_state(batch.annotations);
+      for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
+        const auto step = decoder->step(state, batch.tokens.select(1, t));
+        state = step.state;
+        for (int64_t b = 0; b < 3; ++b) {
+          if (t >= batch.lengths[b].item<int64_t>()) continue;
+          const std::string where = kind + (gradients ? "" : " without gradients") +
+                                    " b=" + std::to_string(b) + " t=" + std::to_string(t);
+          EXPECT_LT(max_diff(step.logits[b], actual.logits[b][t]), 1e-10) << where;
+          EXPECT_LT(max_diff(step.alpha[b], actual.alphas[b][t]), 1e-10) << where;
+        }
+      }
+    }
+  }
+}
+
 // A learned initial state is tanh of its parameters for every image, whatever the image; the
 // whole model still matches the naive reference.
 TEST_F(DecoderTest, ALearnedInitialStateIsTheSameForEveryImage) {
@@ -204,20 +253,27 @@ TEST_F(DecoderTest, LocalAttentionMatchesTheNaiveReferenceStepByStep) {
   }
 }
 
-TEST_F(DecoderTest, ReorderingBeamsMovesTheirPreviousAlphaAndKeepsTheKeys) {
+TEST_F(DecoderTest, ReorderingBeamsMovesTheirHistoryAndKeepsTheKeys) {
   auto options = small_options("local");
   options.grid = {3, 3};
   options.attention_window = 1;
   options.attention_centre = LocalCentre::monotonic;
+  options.attention_coverage = true;
   AttentionLSTMDecoder decoder(options);
   const auto batch = small_batch(torch::kFloat, 9);
-  const auto state = decoder->step(decoder->init_state(batch.annotations), batch.tokens.select(1, 0)).state;
-  ASSERT_TRUE(state.memory.previous_alpha.defined());
+  auto state = decoder->init_state(batch.annotations);
+  for (int64_t t = 0; t < 2; ++t) state = decoder->step(state, batch.tokens.select(1, t)).state;
+  const auto& history = state.memory.history;
+  ASSERT_TRUE(history.previous_alpha.defined());
+  ASSERT_TRUE(history.coverage.defined());
+  EXPECT_TRUE(torch::allclose(history.coverage.sum(1), torch::full({3}, 2.0)));  // two steps' alphas
   const auto index = torch::tensor({2, 0, 1}, torch::kLong);
   const auto reordered = state.reorder_beams(index);
   for (int64_t row = 0; row < 3; ++row) {
     const int64_t from = index[row].item<int64_t>();
-    EXPECT_TRUE(torch::equal(reordered.memory.previous_alpha[row], state.memory.previous_alpha[from])) << row;
+    EXPECT_TRUE(torch::equal(reordered.memory.history.previous_alpha[row], history.previous_alpha[from]))
+        << row;
+    EXPECT_TRUE(torch::equal(reordered.memory.history.coverage[row], history.coverage[from])) << row;
     EXPECT_TRUE(torch::equal(reordered.h[row], state.h[from])) << row;
     EXPECT_TRUE(torch::equal(reordered.c[row], state.c[from])) << row;
   }
@@ -283,14 +339,16 @@ TEST_F(DecoderTest, ShapesPerGateAndZerosAtPadding) {
 }
 
 TEST_F(DecoderTest, GradientsMatchFiniteDifferences) {
-  using Variant = std::tuple<Gate, bool, AttentionQuery, InitialState>;
-  for (const auto& [gate, deep_output, query, initial] : std::vector<Variant>{
-           {Gate::scalar, true, AttentionQuery::hidden, InitialState::mean_annotation},
-           {Gate::vector, false, AttentionQuery::hidden, InitialState::mean_annotation},
-           {Gate::scalar, true, AttentionQuery::hidden_and_word, InitialState::learned}}) {
+  using Variant = std::tuple<Gate, bool, AttentionQuery, InitialState, bool>;
+  for (const auto& [gate, deep_output, query, initial, coverage] : std::vector<Variant>{
+           {Gate::scalar, true, AttentionQuery::hidden, InitialState::mean_annotation, false},
+           {Gate::vector, false, AttentionQuery::hidden, InitialState::mean_annotation, false},
+           {Gate::scalar, true, AttentionQuery::hidden_and_word, InitialState::learned, false},
+           {Gate::scalar, true, AttentionQuery::hidden_and_word, InitialState::mean_annotation, true}}) {
     auto options = small_options("additive", gate, deep_output);
     options.attention_query = query;
     options.initial_state = initial;
+    options.attention_coverage = coverage;
     options.vocab_size = 5;
     options.annotation_dim = 3;
     options.embed_dim = 2;
@@ -299,6 +357,11 @@ TEST_F(DecoderTest, GradientsMatchFiniteDifferences) {
     AttentionLSTMDecoder decoder(options);
     decoder->to(torch::kDouble);
     decoder->eval();
+    if (coverage) {
+      torch::NoGradGuard no_grad;
+      decoder->attention->coverage_gates->weight.normal_();
+      decoder->attention->coverage_gates->bias.normal_();
+    }
     const auto annotations = torch::randn({3, 4, 3}, torch::kDouble).requires_grad_();
     const auto tokens = torch::randint(5, {3, 3}, torch::kLong);
     const auto lengths = torch::tensor({2, 3, 1}, torch::kLong);
@@ -315,7 +378,8 @@ TEST_F(DecoderTest, GradientsMatchFiniteDifferences) {
       tensors.emplace_back(parameter.key(), parameter.value());
     const auto error = testing::gradient_error(loss, tensors);
     EXPECT_LT(error.max_abs, 1e-7) << to_string(gate) << " deep=" << deep_output << " " << to_string(query)
-                                   << " " << to_string(initial) << " at " << error.where;
+                                   << " " << to_string(initial) << " coverage=" << coverage << " at "
+                                   << error.where;
   }
 }
 
@@ -526,6 +590,12 @@ TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
   EXPECT_EQ(options.hard_expectation, 0.5);
   EXPECT_EQ(options.attention_query, AttentionQuery::hidden);
   EXPECT_EQ(options.initial_state, InitialState::mean_annotation);
+  EXPECT_FALSE(options.attention_coverage);
+  root["decoder"]["attention"]["coverage"] = true;
+  EXPECT_TRUE(decoder_options_from(Config(root)).attention_coverage);
+  EXPECT_TRUE(decoder_options_from(Config(root)).attention().coverage);
+  root["decoder"]["attention"].remove("coverage");  // a run saved before the key: none
+  EXPECT_FALSE(decoder_options_from(Config(root)).attention_coverage);
   root["decoder"]["attention"]["query"] = "hidden_and_word";
   EXPECT_EQ(decoder_options_from(Config(root)).attention_query, AttentionQuery::hidden_and_word);
   root["decoder"]["attention"].remove("query");  // a run saved before the key: the paper's query
