@@ -22,9 +22,9 @@
 
 #include "base/text.h"
 #include "cli/command.h"
-#include "cli/split_evaluation.h"
 #include "eval/caption_agreement.h"
 #include "eval/caption_files.h"
+#include "evaluate/split_evaluation.h"
 #include "viz/run_report.h"
 
 namespace saccade::cli {

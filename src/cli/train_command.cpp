@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "cli/split_evaluation.h"
+#include "evaluate/split_evaluation.h"
 #include "io/log.h"
 #include "io/run_folder.h"
 #include "train/trainer.h"

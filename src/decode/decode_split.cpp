@@ -1,4 +1,4 @@
-// decode_split, score_split and caption_images (see decode_split.h).
+// decode_split and caption_images (see decode_split.h).
 #include "decode/decode_split.h"
 
 #include <c10/core/InferenceMode.h>
@@ -6,10 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "data/rng.h"
-#include "decode/shapes_evaluator.h"
-#include "eval/diversity.h"
 #include "io/json.h"
 #include "kernels/inference_precision.h"
 
@@ -36,27 +35,23 @@ torch::Tensor annotations_of(
 
 namespace {
 
-// One image as this rank decoded it; `alphas` float [n, (N,) L] on its [H', W'] grid, kept only
-// for the shapes metrics.
+// One image as this rank decoded it; the attention's alphas only with keep_attention.
 struct DecodedImage {
   int64_t position = 0;  // in the split's decoding order
   std::string image_id;
   std::vector<std::string> words;
   std::vector<std::string> references;
   std::vector<ScoredCaption> n_best;
-  torch::Tensor alphas;
-  std::array<int64_t, 2> grid{0, 0};
-  int64_t height = 0, width = 0;  // of the model's input image
-  // The forced choice: per relation probe, log p(stated caption) and log p(swapped caption).
-  std::vector<std::array<double, 2>> relation_choices;
+  CaptionAttention attention;
+  std::vector<double> forced_log_probs;  // of options.forced_captions(image_id), in order
 };
 
 Json to_json(const DecodedImage& image) {
   Json::Array words(image.words.begin(), image.words.end());
   Json::Array references(image.references.begin(), image.references.end());
   Json::Array shape, alphas;
-  if (image.alphas.defined()) {
-    const auto values = image.alphas.to(torch::kCPU, torch::kFloat).contiguous();
+  if (image.attention.alphas.defined()) {
+    const auto values = image.attention.alphas.to(torch::kCPU, torch::kFloat).contiguous();
     for (const int64_t size : values.sizes()) shape.emplace_back(size);
     for (int64_t i = 0; i < values.numel(); ++i)
       alphas.emplace_back(static_cast<double>(values.data_ptr<float>()[i]));
@@ -64,13 +59,12 @@ Json to_json(const DecodedImage& image) {
   Json::Array n_best;
   for (const ScoredCaption& alternative : image.n_best)
     n_best.push_back(Json::array({alternative.caption, alternative.log_prob}));
-  Json::Array choices;
-  for (const auto& [stated, swapped] : image.relation_choices)
-    choices.push_back(Json::array({stated, swapped}));
+  Json::Array forced(image.forced_log_probs.begin(), image.forced_log_probs.end());
+  const CaptionAttention& attention = image.attention;
   return Json::array(
       {image.position, image.image_id, Json(std::move(words)), Json(std::move(references)),
-       Json(std::move(shape)), Json(std::move(alphas)), image.grid[0], image.grid[1], image.height,
-       image.width, Json(std::move(n_best)), Json(std::move(choices))});
+       Json(std::move(shape)), Json(std::move(alphas)), attention.grid[0], attention.grid[1],
+       attention.height, attention.width, Json(std::move(n_best)), Json(std::move(forced))});
 }
 
 DecodedImage from_json(const Json& json) {
@@ -84,16 +78,16 @@ DecodedImage from_json(const Json& json) {
   for (const Json& size : fields.at(4).as_array()) shape.push_back(size.as_int64());
   std::vector<float> alphas;
   for (const Json& value : fields.at(5).as_array()) alphas.push_back(static_cast<float>(value.as_double()));
-  if (!shape.empty()) image.alphas = torch::tensor(alphas, torch::kFloat).reshape(shape);
-  image.grid = {fields.at(6).as_int64(), fields.at(7).as_int64()};
-  image.height = fields.at(8).as_int64();
-  image.width = fields.at(9).as_int64();
+  CaptionAttention& attention = image.attention;
+  if (!shape.empty()) attention.alphas = torch::tensor(alphas, torch::kFloat).reshape(shape);
+  attention.grid = {fields.at(6).as_int64(), fields.at(7).as_int64()};
+  attention.height = fields.at(8).as_int64();
+  attention.width = fields.at(9).as_int64();
   for (const Json& alternative : fields.at(10).as_array())
     image.n_best.push_back(
         {alternative.as_array().at(0).as_string(), alternative.as_array().at(1).as_double()});
-  for (const Json& choice : fields.at(11).as_array())
-    image.relation_choices.push_back(
-        {choice.as_array().at(0).as_double(), choice.as_array().at(1).as_double()});
+  for (const Json& log_prob : fields.at(11).as_array())
+    image.forced_log_probs.push_back(log_prob.as_double());
   return image;
 }
 
@@ -143,6 +137,58 @@ std::vector<double> caption_log_probs(
   return {totals.data_ptr<double>(), totals.data_ptr<double>() + count};
 }
 
+namespace {
+
+// One batch of a split decoded: its images from `position` on, as many as `room` allows.
+std::vector<DecodedImage> decode_batch(
+    CaptionerImpl& model,
+    const Batch& batch,
+    const CaptionDataset& dataset,
+    const CaptionSearch& search,
+    const Vocabulary& vocabulary,
+    const DecodeSplitOptions& options,
+    int64_t position,
+    int64_t room) {
+  const int64_t height = batch.images.size(2), width = batch.images.size(3);
+  const auto grid = model.encoder->grid_size(height, width);
+  const auto annotations = annotations_of(model, batch, dataset, options.features);
+  const auto captions = search.search(*model.decoder, annotations);
+  // The forced captions of every image of the batch, scored in one pass.
+  std::vector<int64_t> forced_rows, forced_counts;
+  std::vector<std::vector<std::string>> forced_captions;
+  for (int64_t b = 0; b < batch.size() && options.forced_captions; ++b) {
+    auto image_captions = options.forced_captions(batch.image_ids[b]);
+    forced_counts.push_back(static_cast<int64_t>(image_captions.size()));
+    forced_rows.insert(forced_rows.end(), image_captions.size(), b);
+    for (auto& caption : image_captions) forced_captions.push_back(std::move(caption));
+  }
+  const std::vector<double> forced_log_probs =
+      caption_log_probs(*model.decoder, annotations, forced_rows, forced_captions, vocabulary);
+  std::vector<DecodedImage> images;
+  auto forced = forced_log_probs.begin();
+  for (int64_t b = 0; b < std::min(batch.size(), room); ++b) {
+    DecodedImage image;
+    image.position = position + b;
+    image.image_id = batch.image_ids[b];
+    image.words = vocabulary.decode(captions[b].tokens);
+    image.references = batch.scored_references[b];
+    for (const DecodedCaption& alternative : captions[b].n_best)
+      image.n_best.push_back({join_words(vocabulary.decode(alternative.tokens)), alternative.log_prob});
+    if (options.keep_attention) image.attention.alphas = captions[b].alphas;
+    image.attention.grid = grid;
+    image.attention.height = height;
+    image.attention.width = width;
+    if (!forced_counts.empty()) {
+      image.forced_log_probs.assign(forced, forced + forced_counts[b]);
+      forced += forced_counts[b];
+    }
+    images.push_back(std::move(image));
+  }
+  return images;
+}
+
+}  // namespace
+
 DecodedSplit decode_split(
     CaptionerImpl& model,
     Loader& loader,
@@ -154,93 +200,36 @@ DecodedSplit decode_split(
   const InferencePrecision inference_precision({model.device(), options.precision});
   const int rank = options.group ? options.group->rank() : 0,
             ranks = options.group ? options.group->size() : 1;
+  const int64_t limit = options.max_images > 0 ? options.max_images : std::numeric_limits<int64_t>::max();
   const auto& dataset = static_cast<const CaptionDataset&>(loader.dataset());
-  const auto full = [&](int64_t position) {
-    return options.max_images > 0 && position >= options.max_images;
-  };
-  std::optional<ShapesEvaluator> shapes;
-  if (options.shapes_world != nullptr) shapes.emplace(*options.shapes_world);
   std::vector<DecodedImage> images;
   int64_t position = 0;
   loader.start_epoch(0);
   for (int64_t number = 0; std::optional<Batch> batch = loader.next(); ++number) {
-    if (full(position)) break;
-    if (number % ranks != rank) {  // another rank's batch: the same batches as one process decodes
-      position += batch->size();
-      continue;
+    if (position >= limit) break;
+    // Another rank's batch is skipped: the ranks decode the same batches one process does.
+    if (number % ranks == rank) {
+      torch::manual_seed(mix_seed({options.seed, static_cast<uint64_t>(number)}));
+      for (DecodedImage& image :
+           decode_batch(model, *batch, dataset, search, vocabulary, options, position, limit - position))
+        images.push_back(std::move(image));
     }
-    torch::manual_seed(mix_seed({options.seed, static_cast<uint64_t>(number)}));
-    const int64_t height = batch->images.size(2), width = batch->images.size(3);
-    const auto grid = model.encoder->grid_size(height, width);
-    const auto annotations = annotations_of(model, *batch, dataset, options.features);
-    const auto captions = search.search(*model.decoder, annotations);
-    // The forced choice's captions of every image of the batch, scored in one pass.
-    std::vector<int64_t> probe_rows;
-    std::vector<std::vector<std::string>> probe_captions;
-    if (shapes) {
-      for (int64_t b = 0; b < batch->size(); ++b) {
-        for (RelationProbe& probe : shapes->relation_probes(batch->image_ids[b])) {
-          probe_rows.insert(probe_rows.end(), {b, b});
-          probe_captions.push_back(std::move(probe.stated));
-          probe_captions.push_back(std::move(probe.swapped));
-        }
-      }
-    }
-    const std::vector<double> probe_log_probs =
-        caption_log_probs(*model.decoder, annotations, probe_rows, probe_captions, vocabulary);
-    size_t probe = 0;
-    for (int64_t b = 0; b < batch->size() && !full(position); ++b) {
-      DecodedImage image;
-      image.position = position++;
-      image.image_id = batch->image_ids[b];
-      image.words = vocabulary.decode(captions[b].tokens);
-      image.references = batch->scored_references[b];
-      for (const DecodedCaption& alternative : captions[b].n_best)
-        image.n_best.push_back({join_words(vocabulary.decode(alternative.tokens)), alternative.log_prob});
-      if (options.shapes_world != nullptr) image.alphas = captions[b].alphas;
-      image.grid = grid;
-      image.height = height;
-      image.width = width;
-      for (; probe < probe_rows.size() && probe_rows[probe] == b; probe += 2)
-        image.relation_choices.push_back({probe_log_probs[probe], probe_log_probs[probe + 1]});
-      images.push_back(std::move(image));
-    }
+    position += batch->size();
   }
   if (ranks > 1) images = gather(images, *options.group);
 
   DecodedSplit decoded;
-  for (const DecodedImage& image : images) {
-    decoded.image_order.push_back(image.image_id);
-    decoded.candidates[image.image_id] = join_words(image.words);
-    decoded.references[image.image_id] = image.references;
-    if (!image.n_best.empty()) decoded.n_best[image.image_id] = image.n_best;
-    if (shapes) {
-      shapes->add(image.image_id, image.words, image.alphas, image.grid, image.height, image.width);
-      for (const auto& [stated, swapped] : image.relation_choices)
-        shapes->add_relation_choice(stated, swapped);
-    }
+  for (DecodedImage& image : images) {
+    const std::string& id = image.image_id;
+    decoded.image_order.push_back(id);
+    decoded.candidates[id] = join_words(image.words);
+    decoded.words[id] = std::move(image.words);
+    decoded.references[id] = std::move(image.references);
+    if (!image.n_best.empty()) decoded.n_best[id] = std::move(image.n_best);
+    if (options.keep_attention) decoded.attention[id] = std::move(image.attention);
+    if (options.forced_captions) decoded.forced_log_probs[id] = std::move(image.forced_log_probs);
   }
-  if (shapes) decoded.shapes = shapes->scores();
   return decoded;
-}
-
-SplitResults score_split(
-    const DecodedSplit& decoded,
-    const std::string& split,
-    const std::string& search,
-    int64_t checkpoint_epoch,
-    const ScoreOptions& options,
-    const std::unordered_set<std::string>* training_captions) {
-  return {
-      split,
-      search,
-      checkpoint_epoch,
-      decoded.image_order,
-      decoded.candidates,
-      score_captions(decoded.references, decoded.candidates, options, decoded.image_order),
-      decoded.shapes,
-      decoded.n_best,
-      caption_diversity(decoded.candidates, decoded.n_best, training_captions)};
 }
 
 std::vector<DecodedCaption> caption_images(

@@ -1,10 +1,9 @@
 // Decoding a split: every image of a loader's dataset captioned by one search, with what scoring
-// needs. Training's validation and final test pass, `saccade eval`, `caption` and `visualize`
-// all decode through here.
+// needs (evaluate/split_evaluation.h scores it). Training's validation and final test pass,
+// `saccade eval`, `caption`, `visualize` and `serve` all decode through here.
 //
 //   Loader loader(images, loader_options, dataset.image);     // one sample per image, in order
 //   DecodedSplit decoded = decode_split(*model, loader, *make_caption_search(search), vocabulary);
-//   SplitResults results = score_split(decoded, "test", search_name, epoch, score_options);
 //
 //   // Preprocessed crops (uint8 [B, crop, crop, 3], as the pipeline makes them):
 //   std::vector<DecodedCaption> captions = caption_images(*model, crops, dataset.image, search);
@@ -12,13 +11,14 @@
 
 #include <torch/types.h>
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
+#include "base/scored_caption.h"
 #include "data/feature_cache.h"
 #include "data/loader.h"
 #include "data/prepare.h"
@@ -26,9 +26,6 @@
 #include "decode/search.h"
 #include "device/placement.h"
 #include "dist/process_group.h"
-#include "eval/caption_scores.h"
-#include "eval/shapes_metrics.h"
-#include "eval/split_results.h"
 #include "models/captioner.h"
 
 namespace saccade {
@@ -39,9 +36,12 @@ struct DecodeSplitOptions {
   // The split's annotations from a `saccade extract` cache (rows = the dataset's images) instead
   // of running the encoder; nullptr = run it.
   const FeatureCache* features = nullptr;
-  // The shapes world's options (dataset.kind shapes): also score where the attention looked and
-  // what the captions say (eval/shapes_metrics.h). nullptr = captions only.
-  const DatasetOptions* shapes_world = nullptr;
+  // Keep each caption's attention maps (DecodedSplit::attention), for metrics of where it looked.
+  bool keep_attention = false;
+  // Captions to score under teacher forcing for an image, by its id (caption_log_probs; their
+  // log-probabilities in DecodedSplit::forced_log_probs, in order): a forced choice between
+  // captions. Empty = none.
+  std::function<std::vector<std::vector<std::string>>(const std::string& image_id)> forced_captions;
   // Data-parallel: rank r decodes batches r, r + R, r + 2R, ... of the R ranks (the batches one
   // process would decode, so the captions are bit for bit a single process's) and every rank
   // gets the whole split back. nullptr = this process decodes everything.
@@ -55,14 +55,21 @@ struct DecodeSplitOptions {
   uint64_t seed = 0;
 };
 
+// Where one caption's words looked.
+struct CaptionAttention {
+  torch::Tensor alphas;               // [n, L] ([n, N, L] multihead), a row per word, as searched
+  std::array<int64_t, 2> grid{0, 0};  // [H', W'] of the L = H' W' locations, row-major
+  int64_t height = 0, width = 0;      // of the model's input image, in pixels
+};
+
 struct DecodedSplit {
-  std::vector<std::string> image_order;                        // image ids in decoding order
-  std::map<std::string, std::string> candidates;               // each image's caption, words joined
-  std::map<std::string, std::vector<std::string>> references;  // each image's references
-  std::map<std::string, std::vector<ScoredCaption>> n_best;    // with decode.n_best > 1
-  // With options.shapes_world, the shapes metrics, the forced relation choice included (each
-  // probe's two captions scored by caption_log_probs).
-  std::optional<ShapesScores> shapes;
+  std::vector<std::string> image_order;                         // image ids in decoding order
+  std::map<std::string, std::vector<std::string>> words;        // each image's caption
+  std::map<std::string, std::string> candidates;                // the same, words joined
+  std::map<std::string, std::vector<std::string>> references;   // each image's references
+  std::map<std::string, std::vector<ScoredCaption>> n_best;     // with decode.n_best > 1
+  std::map<std::string, CaptionAttention> attention;            // with options.keep_attention
+  std::map<std::string, std::vector<double>> forced_log_probs;  // with options.forced_captions
 };
 
 // The annotations of `batch` [B, L, D] on the model's device, computed once per row of
@@ -89,17 +96,6 @@ DecodedSplit decode_split(
     const CaptionSearch& search,
     const Vocabulary& vocabulary,
     const DecodeSplitOptions& options = {});
-
-// The decoded split scored with the coco-caption metrics and its diversity, as
-// eval/split_results.h writes it; `training_captions` (words joined by one space) measure
-// novelty, nullptr = not measured.
-SplitResults score_split(
-    const DecodedSplit& decoded,
-    const std::string& split,
-    const std::string& search,
-    int64_t checkpoint_epoch,
-    const ScoreOptions& options,
-    const std::unordered_set<std::string>* training_captions = nullptr);
 
 // Captions of `crops` uint8 [B, crop, crop, 3] (the pipeline's output, not normalized): normalizes
 // them with `image`, encodes and searches with make_caption_search(search) under inference mode,

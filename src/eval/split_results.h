@@ -22,16 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "base/scored_caption.h"
 #include "eval/caption_scores.h"
 #include "eval/shapes_metrics.h"
 
 namespace saccade {
-
-// One of an image's n best captions.
-struct ScoredCaption {
-  std::string caption;
-  double log_prob = 0.0;  // under the model
-};
 
 // How varied the captions are (eval/diversity.h).
 struct DiversityScores {

@@ -1,5 +1,5 @@
 // ShapesEvaluator: truth lookup, box mapping and attention conversion for the shapes metrics.
-#include "decode/shapes_evaluator.h"
+#include "evaluate/shapes_evaluator.h"
 
 #include <stdexcept>
 

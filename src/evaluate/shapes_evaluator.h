@@ -1,5 +1,5 @@
 // ShapesEvaluator: the shapes-world metrics (eval/shapes_metrics.h) fed straight from decoded
-// captions, for decode_split (training's test pass and `saccade eval`).
+// captions, for measure_split (evaluate/split_evaluation.h).
 //
 //   ShapesEvaluator shapes(dataset_options);                // reads <root>/shapes_truth.json
 //   for (each batch) for (each image b)

@@ -1,5 +1,5 @@
-// evaluate_split and its printout (see split_evaluation.h).
-#include "cli/split_evaluation.h"
+// measure_split, score_split, evaluate_split and the printout (see split_evaluation.h).
+#include "evaluate/split_evaluation.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -7,10 +7,67 @@
 #include <unordered_set>
 
 #include "eval/diversity.h"
+#include "evaluate/shapes_evaluator.h"
 #include "io/log.h"
 #include "models/weights.h"
 
-namespace saccade::cli {
+namespace saccade {
+
+MeasuredSplit measure_split(
+    CaptionerImpl& model,
+    Loader& loader,
+    const CaptionSearch& search,
+    const Vocabulary& vocabulary,
+    DecodeSplitOptions decode,
+    const DatasetOptions* shapes_world) {
+  std::optional<ShapesEvaluator> shapes;
+  if (shapes_world != nullptr) {
+    shapes.emplace(*shapes_world);
+    decode.keep_attention = true;
+    // The forced relation choice: each probe's stated caption, then its swapped one.
+    decode.forced_captions = [&shapes](const std::string& image_id) {
+      std::vector<std::vector<std::string>> captions;
+      for (RelationProbe& probe : shapes->relation_probes(image_id)) {
+        captions.push_back(std::move(probe.stated));
+        captions.push_back(std::move(probe.swapped));
+      }
+      return captions;
+    };
+  }
+  MeasuredSplit measured{decode_split(model, loader, search, vocabulary, decode), std::nullopt};
+  if (!shapes) return measured;
+  const DecodedSplit& decoded = measured.decoded;
+  for (const std::string& id : decoded.image_order) {
+    const CaptionAttention& attention = decoded.attention.at(id);
+    shapes->add(
+        id, decoded.words.at(id), attention.alphas, attention.grid, attention.height, attention.width);
+    const std::vector<double>& log_probs = decoded.forced_log_probs.at(id);
+    for (size_t probe = 0; probe + 1 < log_probs.size(); probe += 2)
+      shapes->add_relation_choice(log_probs[probe], log_probs[probe + 1]);
+  }
+  measured.shapes = shapes->scores();
+  return measured;
+}
+
+SplitResults score_split(
+    const MeasuredSplit& measured,
+    const std::string& split,
+    const std::string& search,
+    int64_t checkpoint_epoch,
+    const ScoreOptions& options,
+    const std::unordered_set<std::string>* training_captions) {
+  const DecodedSplit& decoded = measured.decoded;
+  return {
+      split,
+      search,
+      checkpoint_epoch,
+      decoded.image_order,
+      decoded.candidates,
+      score_captions(decoded.references, decoded.candidates, options, decoded.image_order),
+      measured.shapes,
+      decoded.n_best,
+      caption_diversity(decoded.candidates, decoded.n_best, training_captions)};
+}
 
 EvaluatedSplit evaluate_split(
     TrainedRun& run,
@@ -34,9 +91,11 @@ EvaluatedSplit evaluate_split(
   options.group = group;
   options.precision = run.placement.precision;
   options.seed = static_cast<uint64_t>(run.config.get<int64_t>("seed"));
-  if (run.dataset.kind == "shapes") options.shapes_world = &run.dataset;
+  const MeasuredSplit measured = measure_split(
+      *run.model, loader, search, run.vocabulary, options,
+      run.dataset.kind == "shapes" ? &run.dataset : nullptr);
   EvaluatedSplit evaluated;
-  evaluated.decoded = decode_split(*run.model, loader, search, run.vocabulary, options);
+  evaluated.decoded = measured.decoded;
   evaluated.skipped = images.skipped;
   add_distinct(evaluated.skipped, loader.skipped());
   if (group != nullptr && !group->is_main()) return evaluated;  // the main rank scores and writes
@@ -47,7 +106,7 @@ EvaluatedSplit evaluate_split(
     for (const auto& caption : image.captions) training_captions.insert(join_words(caption.words));
   }
   evaluated.results = score_split(
-      evaluated.decoded, to_string(split), search.describe(), run.epoch, score_options_from(run.config),
+      measured, to_string(split), search.describe(), run.epoch, score_options_from(run.config),
       &training_captions);
   evaluated.results.parameters = parameter_count(*run.model);
   SplitResults named = evaluated.results;
@@ -78,4 +137,4 @@ std::string describe(const SplitResults& results) {
   return out.str();
 }
 
-}  // namespace saccade::cli
+}  // namespace saccade

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "data/rng.h"
 #include "decode/decode_split.h"
+#include "evaluate/split_evaluation.h"
 #include "io/log.h"
 #include "io/progress.h"
 #include "io/temporaries.h"
@@ -491,7 +492,6 @@ bool Trainer::end_epoch(int64_t epoch) {
   decode.group = setup_.group;
   decode.precision = setup_.placement.precision;
   decode.seed = options_.seed;
-  if (setup_.dataset.kind == "shapes") decode.shapes_world = &setup_.dataset;
   if (ranks() > 1) {
     // BatchNorm statistics that trained follow each rank's part of the batches: every rank
     // validates with rank 0's, the ones the checkpoint keeps.
@@ -500,12 +500,15 @@ bool Trainer::end_epoch(int64_t epoch) {
     for (const auto& buffer : model_->buffers()) buffers.push_back(buffer.data());
     setup_.group->broadcast(buffers);
   }
-  const DecodedSplit decoded = decode_split(*model_, *val_loader_, *validation_search_, vocabulary_, decode);
+  const MeasuredSplit measured = measure_split(
+      *model_, *val_loader_, *validation_search_, vocabulary_, decode,
+      setup_.dataset.kind == "shapes" ? &setup_.dataset : nullptr);
+  const DecodedSplit& decoded = measured.decoded;
   // The main rank scores (METEOR runs once) and tells the others the metric that decides.
   if (rank() == 0)
     result_.last_validation =
         score_captions(decoded.references, decoded.candidates, setup_.scores, decoded.image_order);
-  result_.last_validation_shapes = decoded.shapes;
+  result_.last_validation_shapes = measured.shapes;
   auto row = score_row(result_.last_validation, result_.last_validation_shapes);
   row["kind"] = "val";
   row["epoch"] = std::to_string(epoch);
@@ -515,7 +518,7 @@ bool Trainer::end_epoch(int64_t epoch) {
   if (rank() == 0) {
     log::info() << "epoch " << epoch << " validation: BLEU-4 " << result_.last_validation.bleu[3]
                 << ", CIDEr-D " << result_.last_validation.cider_d
-                << (decoded.shapes ? ", " + summarize(*decoded.shapes) : std::string()) << " ("
+                << (measured.shapes ? ", " + summarize(*measured.shapes) : std::string()) << " ("
                 << decoded.image_order.size() << " images)";
   }
 

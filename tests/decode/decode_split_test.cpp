@@ -1,13 +1,17 @@
-// annotations_of on a batch whose captions share images: the encoder runs once per image, and
-// (BatchNorm on its running statistics) the annotations and their gradients equal those of
-// encoding every caption's copy of the image.
+// What decoding a split rests on: annotations_of on a batch whose captions share images (the
+// encoder runs once per image, and, BatchNorm on its running statistics, the annotations and
+// their gradients equal those of encoding every caption's copy of the image), and the
+// log-probability of whole captions under teacher forcing against a hand-set chain.
+#include "decode/decode_split.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <functional>
 
 #include "data/image_source.h"
-#include "decode/decode_split.h"
+#include "tiny_decoder.h"
 
 namespace saccade {
 namespace {
@@ -69,6 +73,25 @@ TEST(AnnotationsOf, SharedImagesGiveEachCaptionItsImagesAnnotationsAndGradient) 
   const auto by_shared = moved_by([&] { annotations_of(*model, shared, unread, nullptr); });
   EXPECT_TRUE(torch::allclose(by_shared, moved_by([&] { model->encode(shared.images); }), 1e-6, 1e-7));
   EXPECT_FALSE(torch::allclose(by_shared, moved_by([&] { model->encode(copies.images); }), 1e-3, 1e-4));
+}
+
+TEST(CaptionLogProbs, SumTheWordsAndTheEnd) {
+  // The garden-path chain: log p(a c <end>) = log .6 + log .35 + log 1; log p(b) = log .4 + log .9;
+  // log p(b c) = log .4 + log .1 + log 1; a word outside the vocabulary reads <unk>, which the
+  // chain never emits (logit -1e4 against log-probabilities near 0).
+  auto decoder = testing::markov::garden_path_decoder();
+  decoder->eval();
+  const Vocabulary vocabulary({"a", "b", "c", "d"});
+  const auto annotations = torch::rand({2, 5, 3});
+  torch::NoGradGuard no_grad;
+  const auto log_probs = caption_log_probs(
+      *decoder, annotations, {0, 1, 1, 0}, {{"a", "c"}, {"b"}, {"b", "c"}, {"zebra"}}, vocabulary);
+  ASSERT_EQ(log_probs.size(), 4u);
+  EXPECT_NEAR(log_probs[0], std::log(0.6) + std::log(0.35), 1e-4);
+  EXPECT_NEAR(log_probs[1], std::log(0.4) + std::log(0.9), 1e-4);
+  EXPECT_NEAR(log_probs[2], std::log(0.4) + std::log(0.1), 1e-4);
+  EXPECT_LT(log_probs[3], -1000.0);
+  EXPECT_TRUE(caption_log_probs(*decoder, annotations, {}, {}, vocabulary).empty());
 }
 
 }  // namespace

@@ -1,15 +1,11 @@
 // The shapes-world evaluator on grids of any shape: the pointing game reads the attention on the
 // encoder's [H', W'] grid, not on a square guessed from L.
-#include "decode/shapes_evaluator.h"
+#include "evaluate/shapes_evaluator.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cmath>
-
-#include "decode/decode_split.h"
 #include "test_util.h"
-#include "tiny_decoder.h"
 
 namespace saccade {
 namespace {
@@ -52,25 +48,6 @@ TEST(ShapesEvaluator, PointsOnTheCellsOfAFourByNineGrid) {
   EXPECT_DOUBLE_EQ(scores.pointing_baseline.value(), 1.0 / 36.0);
   EXPECT_DOUBLE_EQ(scores.content_accuracy.value(), 1.0);
   EXPECT_FALSE(scores.relation_accuracy.has_value());  // no relation stated: n/a, not 0
-}
-
-TEST(ShapesEvaluator, CaptionLogProbsSumTheWordsAndTheEnd) {
-  // The garden-path chain: log p(a c <end>) = log .6 + log .35 + log 1; log p(b) = log .4 + log .9;
-  // log p(b c) = log .4 + log .1 + log 1; a word outside the vocabulary reads <unk>, which the
-  // chain never emits (logit -1e4 against log-probabilities near 0).
-  auto decoder = testing::markov::garden_path_decoder();
-  decoder->eval();
-  const Vocabulary vocabulary({"a", "b", "c", "d"});
-  const auto annotations = torch::rand({2, 5, 3});
-  torch::NoGradGuard no_grad;
-  const auto log_probs = caption_log_probs(
-      *decoder, annotations, {0, 1, 1, 0}, {{"a", "c"}, {"b"}, {"b", "c"}, {"zebra"}}, vocabulary);
-  ASSERT_EQ(log_probs.size(), 4u);
-  EXPECT_NEAR(log_probs[0], std::log(0.6) + std::log(0.35), 1e-4);
-  EXPECT_NEAR(log_probs[1], std::log(0.4) + std::log(0.9), 1e-4);
-  EXPECT_NEAR(log_probs[2], std::log(0.4) + std::log(0.1), 1e-4);
-  EXPECT_LT(log_probs[3], -1000.0);
-  EXPECT_TRUE(caption_log_probs(*decoder, annotations, {}, {}, vocabulary).empty());
 }
 
 TEST(ShapesEvaluator, AttentionThatDoesNotFitTheGridIsAnError) {
