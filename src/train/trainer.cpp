@@ -2,7 +2,6 @@
 #include "train/trainer.h"
 
 #include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/rmsprop.h>
 #include <torch/utils.h>
 
 #include <chrono>
@@ -21,49 +20,11 @@
 #include "io/progress.h"
 #include "io/temporaries.h"
 #include "models/weights.h"
-#include "train/fused_adam.h"
+#include "train/optimizer.h"
 #include "train/warm_start.h"
 
 namespace saccade {
 namespace {
-
-// The optimizer over the decoder and refiner (and an encoder trained from scratch) at learning_rate, and the
-// trainable blocks of a pretrained encoder at encoder_learning_rate. Frozen parameters are left out.
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(
-    CaptionerImpl& model, const TrainOptions& options, bool pretrained_encoder) {
-  std::vector<torch::Tensor> main_parameters, encoder_parameters;
-  for (const auto& parameter : model.decoder->parameters()) main_parameters.push_back(parameter);
-  if (model.refiner) {
-    for (const auto& parameter : model.refiner->parameters()) main_parameters.push_back(parameter);
-  }
-  for (const auto& parameter : model.encoder->parameters()) {
-    if (!parameter.requires_grad()) continue;
-    (pretrained_encoder ? encoder_parameters : main_parameters).push_back(parameter);
-  }
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  auto group_options = [&](double learning_rate) -> std::unique_ptr<torch::optim::OptimizerOptions> {
-    if (options.optimizer == OptimizerKind::adam) {
-      return std::make_unique<torch::optim::AdamOptions>(
-          torch::optim::AdamOptions(learning_rate).weight_decay(options.weight_decay));
-    }
-    return std::make_unique<torch::optim::RMSpropOptions>(
-        torch::optim::RMSpropOptions(learning_rate).weight_decay(options.weight_decay));
-  };
-  groups.emplace_back(main_parameters, group_options(options.learning_rate));
-  if (!encoder_parameters.empty()) {
-    groups.emplace_back(encoder_parameters, group_options(options.encoder_learning_rate));
-  }
-  if (options.optimizer == OptimizerKind::adam) {
-    return std::make_unique<FusedAdam>(groups, torch::optim::AdamOptions(options.learning_rate));
-  }
-  return std::make_unique<torch::optim::RMSprop>(groups, torch::optim::RMSpropOptions(options.learning_rate));
-}
-
-void set_learning_rates(torch::optim::Optimizer& optimizer, const TrainState& state) {
-  auto& groups = optimizer.param_groups();
-  groups[0].options().set_lr(state.learning_rate);
-  if (groups.size() > 1) groups[1].options().set_lr(state.encoder_learning_rate);
-}
 
 // The resolved config as a TensorBoard text: four leading spaces make it a markdown code block.
 std::string config_markdown(const std::string& config_yaml) {
@@ -90,32 +51,6 @@ bool augments(const AugmentOptions& augment) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& metrics_columns() {
-  static const std::vector<std::string> columns = [] {
-    std::vector<std::string> names = {"kind",        "epoch",         "step",         "loss",
-                                      "xent",        "alpha_reg",     "reinforce",    "attention_entropy",
-                                      "scst_reward", "scst_baseline", "sample_words", "function_word_endings",
-                                      "lr",          "images_per_s"};
-    for (const ValMetric metric : all_val_metrics()) {
-      names.push_back(to_string(metric));
-      if (metric == ValMetric::cider_d) names.push_back("meteor");  // scored, but never chosen as val_metric
-    }
-    return names;
-  }();
-  return columns;
-}
-
-std::map<std::string, std::string> score_row(
-    const CaptionScores& scores, const std::optional<ShapesScores>& shapes) {
-  std::map<std::string, std::string> row;
-  for (const ValMetric metric : all_val_metrics()) {
-    if (const auto value = metric_value(scores, shapes, metric))
-      row[to_string(metric)] = MetricsCsv::number(*value);
-  }
-  if (scores.meteor) row["meteor"] = MetricsCsv::number(*scores.meteor);
-  return row;
-}
 
 SearchOptions validation_search(const TrainOptions& train, HardRead hard_read) {
   SearchOptions search;
@@ -185,11 +120,7 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
         "all bad images would fall out of step with the others. HINT: keep data.cache=true (bad images are "
         "then left out when the cache is built)");
   }
-  // The main rank generates the data and builds its caches first; the others then read them.
-  if (ranks() > 1 && rank() != 0) setup_.group->barrier();
-  data_ = ensure_prepared(setup_.dataset);
-  if (ranks() > 1 && rank() == 0) setup_.group->barrier();
-  result_.skipped_images = data_.skipped();
+  prepare_data();
   const std::filesystem::path resume_dir =
       options_.resume ? *options_.resume / "checkpoints" / "last" : std::filesystem::path();
   if (options_.resume) {
@@ -199,6 +130,24 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
     // had finished stays as it was.
     remove_stale_temporaries_within(*options_.resume);
   }
+  make_datasets(resume_dir);
+  build_model(resume_dir);
+  if (options_.features) open_features();
+  if (ranks() > 1) broadcast_rank0_state();
+  make_loaders();
+  if (options_.objective == Objective::scst) prepare_self_critical();
+  log_setup();
+}
+
+void Trainer::prepare_data() {
+  // The main rank generates the data and builds its caches first; the others then read them.
+  if (ranks() > 1 && rank() != 0) setup_.group->barrier();
+  data_ = ensure_prepared(setup_.dataset);
+  if (ranks() > 1 && rank() == 0) setup_.group->barrier();
+  result_.skipped_images = data_.skipped();
+}
+
+void Trainer::make_datasets(const std::filesystem::path& resume_dir) {
   vocabulary_ = options_.resume
                     ? load_checkpoint_vocabulary(resume_dir)
                     : build_vocabulary(data_.train.images, setup_.dataset.vocabulary.min_word_count);
@@ -207,7 +156,9 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
       data_.train, vocabulary_, setup_.dataset.vocabulary,
       options_.objective == Objective::scst ? SampleMode::per_image : SampleMode::per_caption);
   val_set_ = make_caption_dataset(data_.val, vocabulary_, setup_.dataset.vocabulary);
+}
 
+void Trainer::build_model(const std::filesystem::path& resume_dir) {
   torch::manual_seed(options_.seed);
   model_ = build_captioner(setup_.encoder, setup_.decoder, vocabulary_.size());
   if (options_.init_from && !options_.resume)
@@ -217,22 +168,24 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
   scaler_ = GradScaler(setup_.placement.precision == Precision::fp16);
   state_.learning_rate = options_.learning_rate;
   state_.encoder_learning_rate = options_.encoder_learning_rate;
-  if (options_.resume) {
-    state_ = load_checkpoint(resume_dir, *model_, optimizer_.get());
-    set_learning_rates(*optimizer_, state_);
-    if (scaler_.enabled() && state_.loss_scale)
-      scaler_.set_state({*state_.loss_scale, state_.loss_scale_good_steps});
-    log::info() << "Resuming " << options_.resume->string() << " after epoch " << state_.epoch << " (step "
-                << state_.step << ")";
-  }
-  if (options_.features) {
-    const auto annotations = describe_annotations(setup_.encoder, setup_.dataset.image);
-    train_features_ = open_split_features(*options_.features, Split::train, data_.train.images, annotations);
-    val_features_ = open_split_features(*options_.features, Split::val, data_.val.images, annotations);
-    log::info() << "Annotations from the feature cache " << options_.features->string()
-                << ": the encoder does not run";
-  }
-  if (ranks() > 1) broadcast_rank0_state();
+  if (!options_.resume) return;
+  state_ = load_checkpoint(resume_dir, *model_, optimizer_.get());
+  set_learning_rates(*optimizer_, state_);
+  if (scaler_.enabled() && state_.loss_scale)
+    scaler_.set_state({*state_.loss_scale, state_.loss_scale_good_steps});
+  log::info() << "Resuming " << options_.resume->string() << " after epoch " << state_.epoch << " (step "
+              << state_.step << ")";
+}
+
+void Trainer::open_features() {
+  const auto annotations = describe_annotations(setup_.encoder, setup_.dataset.image);
+  train_features_ = open_split_features(*options_.features, Split::train, data_.train.images, annotations);
+  val_features_ = open_split_features(*options_.features, Split::val, data_.val.images, annotations);
+  log::info() << "Annotations from the feature cache " << options_.features->string()
+              << ": the encoder does not run";
+}
+
+void Trainer::make_loaders() {
   LoaderOptions train_loader = setup_.train_loader;
   train_loader.shard = rank();
   train_loader.shards = ranks();
@@ -240,7 +193,9 @@ Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.tra
       train_set_, train_loader, setup_.dataset.image, make_augmentation(setup_.dataset.augment, vocabulary_));
   val_loader_ = std::make_unique<Loader>(val_set_, setup_.eval_loader, setup_.dataset.image);
   validation_search_ = make_caption_search(setup_.validation);
-  if (options_.objective == Objective::scst) prepare_self_critical();
+}
+
+void Trainer::log_setup() {
   if (EventWriter* events = setup_.log ? setup_.log->events() : nullptr)
     events->add_text("config", config_markdown(setup_.config_yaml), state_.step);
   log::info() << "Training on "
@@ -535,7 +490,7 @@ bool Trainer::end_epoch(int64_t epoch) {
     ++state_.epochs_without_improvement;
   }
   // The learning-rate schedule, applied from the next epoch on.
-  const double factor = schedule_factor(epoch, improved);
+  const double factor = schedule_factor(options_, epoch, improved, state_);
   if (factor != 1.0) {
     state_.learning_rate *= factor;
     state_.encoder_learning_rate *= factor;
@@ -573,16 +528,6 @@ std::optional<double> Trainer::validation_metric() {
   setup_.group->broadcast({shared});
   const double value = shared.item<double>();
   return std::isnan(value) ? std::nullopt : std::optional<double>(value);
-}
-
-double Trainer::schedule_factor(int64_t epoch, bool improved) {
-  if (options_.schedule == LrSchedule::step)
-    return epoch % options_.lr_step_epochs == 0 ? options_.lr_gamma : 1.0;
-  if (options_.schedule != LrSchedule::plateau) return 1.0;
-  state_.plateau_epochs = improved ? 0 : state_.plateau_epochs + 1;
-  if (state_.plateau_epochs < options_.lr_plateau_patience) return 1.0;
-  state_.plateau_epochs = 0;
-  return options_.lr_gamma;
 }
 
 }  // namespace saccade

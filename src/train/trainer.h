@@ -50,6 +50,7 @@
 #include "io/run_log.h"
 #include "models/captioner.h"
 #include "models/checkpoint.h"
+#include "train/metrics_columns.h"
 #include "train/train_options.h"
 
 namespace saccade {
@@ -94,14 +95,6 @@ struct TrainResult {
   double seconds = 0.0;
 };
 
-// The columns of metrics.csv: kind (train | val | test), epoch, step, the loss terms, the
-// learning rate, images/s, the caption scores and the shapes world's metrics.
-const std::vector<std::string>& metrics_columns();
-// A scores row of metrics.csv: bleu1..4, rouge_l, cider_d, meteor when available, and with
-// `shapes` the shapes metrics that have a value (columns named as ValMetric's).
-std::map<std::string, std::string> score_row(
-    const CaptionScores& scores, const std::optional<ShapesScores>& shapes = std::nullopt);
-
 // The search that validates: greedy, up to train.max_length words, hard attention reading as
 // decode.hard_read says. The end of training captions the test split with it too.
 SearchOptions validation_search(const TrainOptions& train, HardRead hard_read);
@@ -123,6 +116,19 @@ class Trainer {
  private:
   struct StepLog;
 
+  // The set-up's steps, in order. The splits prepared (the main rank first, data-parallel).
+  void prepare_data();
+  // The vocabulary (the resumed run's, or built from the training captions) and the datasets.
+  void make_datasets(const std::filesystem::path& resume_dir);
+  // The model from train.seed (or train.init_from), the optimizer, the loss scaler; a resumed
+  // run's weights, optimizer and state.
+  void build_model(const std::filesystem::path& resume_dir);
+  // train.features: the cached annotations of the training and validation splits.
+  void open_features();
+  // The training loader (this rank's shard), the validation loader and its search.
+  void make_loaders();
+  // The config to TensorBoard and one line on what trains.
+  void log_setup();
   // Rank 0's parameters and buffers on every rank (data-parallel).
   void broadcast_rank0_state();
   // objective=scst: the sampling search and CIDEr-D over the training references.
@@ -140,8 +146,6 @@ class Trainer {
   // train.val_metric of the last validation as the main rank scored it, on every rank;
   // std::nullopt when it has no value.
   std::optional<double> validation_metric();
-  // The learning-rate factor the schedule applies after an epoch (1 = unchanged).
-  double schedule_factor(int64_t epoch, bool improved);
   // Data-parallel: the whole batch's loss and logged terms, each the sum over the ranks of
   // share(term) times the rank's value.
   void sum_over_ranks(
