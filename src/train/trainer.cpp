@@ -59,6 +59,22 @@ SearchOptions validation_search(const TrainOptions& train, HardRead hard_read) {
   return search;
 }
 
+TrainerSetup trainer_setup_from(const Config& config, const std::filesystem::path& run_dir) {
+  TrainerSetup setup;
+  setup.train = train_options_from(config);
+  setup.dataset = dataset_options_from(config);
+  setup.train_loader = loader_options_from(config, Split::train, setup.train.batch_size);
+  setup.eval_loader = loader_options_from(config, Split::val, setup.train.batch_size);
+  setup.encoder = encoder_options_from(config);
+  setup.decoder = decoder_options_from(config);
+  setup.scores = score_options_from(config);
+  setup.validation = validation_search(setup.train, config.get_parsed("decode.hard_read", parse_hard_read));
+  setup.config_yaml = config.to_yaml(true);
+  setup.run_dir = run_dir;
+  validate(setup);
+  return setup;
+}
+
 // What one optimizer step logs.
 struct Trainer::StepLog {
   int64_t images = 0;  // captions (scst: images) of the whole batch (every rank's part)

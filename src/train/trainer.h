@@ -99,6 +99,12 @@ struct TrainResult {
 // decode.hard_read says. The end of training captions the test split with it too.
 SearchOptions validation_search(const TrainOptions& train, HardRead hard_read);
 
+// Every component's options read from `config` (train, dataset, loaders, encoder, decoder, eval,
+// the validation search) for a run in `run_dir`, validated; log, on_epoch_end, group and
+// placement are left to the caller. Throws ConfigError for a missing key or a bad value,
+// std::invalid_argument for options that cannot go together.
+TrainerSetup trainer_setup_from(const Config& config, const std::filesystem::path& run_dir);
+
 class Trainer {
  public:
   // Set-up; throws std::invalid_argument for bad options or data, std::runtime_error for
