@@ -101,6 +101,34 @@ double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>();
 }
 
+// Steps through the batch's words from init_state, with gradients and without (as decoding runs
+// them), comparing each real step's logits, alpha and gate (where there is one) with `forward`.
+void expect_steps_reproduce(
+    AttentionLSTMDecoderImpl& decoder,
+    const Batch& batch,
+    const DecoderOutput& forward,
+    const std::string& label,
+    double logit_tolerance,
+    double alpha_tolerance) {
+  for (const bool gradients : {true, false}) {
+    torch::AutoGradMode grad_mode(gradients);
+    auto state = decoder.init_state(batch.annotations);
+    for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
+      const auto step = decoder.step(state, batch.tokens.select(1, t));
+      state = step.state;
+      for (int64_t b = 0; b < batch.tokens.size(0); ++b) {
+        if (t >= batch.lengths[b].item<int64_t>()) continue;
+        const std::string where = label + (gradients ? "" : " without gradients") +
+                                  " b=" + std::to_string(b) + " t=" + std::to_string(t);
+        EXPECT_LT(max_diff(step.logits[b], forward.logits[b][t]), logit_tolerance) << where;
+        EXPECT_LT(max_diff(step.alpha[b], forward.alphas[b][t]), alpha_tolerance) << where;
+        if (forward.gates.defined())
+          EXPECT_LT(max_diff(step.gate[b], forward.gates[b][t]), alpha_tolerance) << where;
+      }
+    }
+  }
+}
+
 TEST_F(DecoderTest, ForwardMatchesNaivePerStepReference) {
   for (const std::string kind : {"additive", "dot", "scaled_dot", "general", "multihead"}) {
     for (Gate gate : {Gate::none, Gate::scalar, Gate::vector}) {
@@ -180,21 +208,7 @@ TEST_F(DecoderTest, CoverageMatchesTheNaiveReferenceStepByStep) {
     EXPECT_LT(max_diff(actual.logits, expected.logits), 1e-12) << kind;
     EXPECT_LT(max_diff(actual.alphas, expected.alphas), 1e-12) << kind;
     EXPECT_GT(max_diff(actual.alphas, without.alphas), 1e-3) << kind;
-    for (const bool gradients : {true, false}) {
-      torch::AutoGradMode grad_mode(gradients);
-      auto state = decoder->init_state(batch.annotations);
-      for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
-        const auto step = decoder->step(state, batch.tokens.select(1, t));
-        state = step.state;
-        for (int64_t b = 0; b < 3; ++b) {
-          if (t >= batch.lengths[b].item<int64_t>()) continue;
-          const std::string where = kind + (gradients ? "" : " without gradients") +
-                                    " b=" + std::to_string(b) + " t=" + std::to_string(t);
-          EXPECT_LT(max_diff(step.logits[b], actual.logits[b][t]), 1e-10) << where;
-          EXPECT_LT(max_diff(step.alpha[b], actual.alphas[b][t]), 1e-10) << where;
-        }
-      }
-    }
+    expect_steps_reproduce(*decoder, batch, actual, kind, 1e-10, 1e-10);
   }
 }
 
@@ -291,22 +305,10 @@ TEST_F(DecoderTest, StepReproducesForward) {
       const auto forward = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
       for (const bool gradients : {true, false}) {
         torch::AutoGradMode grad_mode(gradients);
-        auto state = decoder->init_state(batch.annotations);
         const bool transposed = !gradients && kind != "additive" && best_kernel_isa() != KernelIsa::none;
-        EXPECT_EQ(state.memory.keys_t.defined(), transposed) << kind;
-        for (int64_t t = 0; t < batch.tokens.size(1); ++t) {
-          const auto step = decoder->step(state, batch.tokens.select(1, t));
-          state = step.state;
-          for (int64_t b = 0; b < 3; ++b) {
-            if (t >= batch.lengths[b].item<int64_t>()) continue;
-            const std::string where = kind + (gradients ? "" : " without gradients") +
-                                      " b=" + std::to_string(b) + " t=" + std::to_string(t);
-            EXPECT_LT(max_diff(step.logits[b], forward.logits[b][t]), 1e-5) << where;
-            EXPECT_LT(max_diff(step.alpha[b], forward.alphas[b][t]), 1e-6) << where;
-            EXPECT_LT(max_diff(step.gate[b], forward.gates[b][t]), 1e-6) << where;
-          }
-        }
+        EXPECT_EQ(decoder->init_state(batch.annotations).memory.keys_t.defined(), transposed) << kind;
       }
+      expect_steps_reproduce(*decoder, batch, forward, kind, 1e-5, 1e-6);
     }
   }
 }
