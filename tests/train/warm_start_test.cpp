@@ -71,7 +71,7 @@ TEST_F(WarmStartTest, ArchitectureKeysAreTheShapingKeysTheReadersRead) {
   for (const char* key :
        {"encoder.name", "encoder.grid", "encoder.position", "encoder.channels", "encoder.refiner.kind",
         "decoder.kind", "decoder.hidden_dim", "decoder.attention.kind", "decoder.attention.dim",
-        "decoder.attention.mode", "decoder.gate", "decoder.deep_output"})
+        "decoder.attention.mode", "decoder.attention.coverage", "decoder.gate", "decoder.deep_output"})
     EXPECT_TRUE(contains(lstm, key)) << key;
   // What acts only in training, and the options of a refiner or attention kind the model has not.
   for (const char* key :
