@@ -193,7 +193,7 @@ AttentionMemory AttentionImpl::remember(
   AnnotationProjector project(std::move(packed));
   const auto keys = memory_keys(annotations, project);      // once per image
   const auto values = memory_values(annotations, project);  // [B, N, L, Dv]
-  AttentionMemory memory{keys, values, valid, std::make_shared<TimeSharedTensor>(keys), torch::Tensor()};
+  AttentionMemory memory{keys, values, valid, std::make_shared<TimeSharedTensor>(keys), AttentionHistory{}};
   if (dot_product_scores() && !torch::GradMode::is_enabled() && beams_can_share(memory))
     memory.keys_t = transposed_keys(keys);
   return memory;
