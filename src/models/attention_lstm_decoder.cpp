@@ -52,10 +52,10 @@ struct AttentionLSTMDecoderImpl::CellOutput {
 
 AttentionLSTMDecoderImpl::AttentionLSTMDecoderImpl(const DecoderOptions& options) : options_(options) {
   validate(options_);
-  const int64_t V = options.vocab_size, D = options.annotation_dim, E = options.embed_dim,
-                H = options.hidden_dim;
+  const int64_t V = options.vocab_size, D = options.annotation_dim, E = options.lstm.embed_dim,
+                H = options.lstm.hidden_dim;
   embedding = register_module("embedding", torch::nn::Embedding(V, E));
-  if (options.initial_state == InitialState::learned) {
+  if (options.lstm.initial_state == InitialState::learned) {
     initial_h = register_parameter("initial_h", torch::zeros({H}));
     initial_c = register_parameter("initial_c", torch::zeros({H}));
   } else {
@@ -63,19 +63,19 @@ AttentionLSTMDecoderImpl::AttentionLSTMDecoderImpl(const DecoderOptions& options
     init_c = register_module("init_c", torch::nn::Linear(D, H));
   }
   attention = register_module("attention", build_attention(options.attention()));
-  if (options.attention_query == AttentionQuery::hidden_and_word) {
+  if (options.lstm.attention_query == AttentionQuery::hidden_and_word) {
     query_word = register_module(
         "query_word", torch::nn::Linear(torch::nn::LinearOptions(E, attention->query_size()).bias(false)));
   }
-  if (options.gate != Gate::none) {
-    gate = register_module("gate", torch::nn::Linear(H, options.gate == Gate::scalar ? 1 : D));
+  if (options.lstm.gate != Gate::none) {
+    gate = register_module("gate", torch::nn::Linear(H, options.lstm.gate == Gate::scalar ? 1 : D));
   }
   lstm = register_module("lstm", torch::nn::LSTMCell(E + D, H));
-  if (options.deep_output) {
+  if (options.lstm.deep_output) {
     out_h = register_module("out_h", torch::nn::Linear(H, E));
     out_z = register_module("out_z", torch::nn::Linear(D, E));
   }
-  out = register_module("out", torch::nn::Linear(options.deep_output ? E : H, V));
+  out = register_module("out", torch::nn::Linear(options.lstm.deep_output ? E : H, V));
   // Small embeddings (as sgrvinod's tutorial): the deep output adds E y_{t-1} to L_h h_t unscaled.
   torch::NoGradGuard no_grad;
   embedding->weight.uniform_(-0.1, 0.1);
@@ -115,7 +115,7 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
     const torch::Tensor& h,
     const torch::Tensor& c,
     const ContextReader& reader) {
-  const int64_t Q = w.query_size, G = w.gate_size, H = options_.hidden_dim;
+  const int64_t Q = w.query_size, G = w.gate_size, H = options_.lstm.hidden_dim;
   // One product for every map of h_{t-1}, split in one autograd node: query | gate | U h.
   const auto parts = w.h_weight.multiply(h).split_with_sizes({Q, G, 4 * H}, 1);  // [n, Q], [n, G], [n, 4H]
   auto query = Q > 0 ? parts[0] : h;                                             // [n, Q]
@@ -133,9 +133,9 @@ AttentionLSTMDecoderImpl::CellOutput AttentionLSTMDecoderImpl::cell(
   const auto input_gates =
       word.embedded.defined()
           ? w.packed.linear(torch::cat({word.embedded, out.context}, 1), lstm->weight_ih, w.input_bias)
-          : word.gates + w.input_weight.multiply(out.context, options_.embed_dim);  // [n, 4H]
-  const auto gates = input_gates + parts[2];                                        // [n, 4H] eq. 1
-  std::tie(out.h, out.c) = lstm_cell(gates, c);                                     // [n, H] each, eq. 2-3
+          : word.gates + w.input_weight.multiply(out.context, options_.lstm.embed_dim);  // [n, 4H]
+  const auto gates = input_gates + parts[2];                                             // [n, 4H] eq. 1
+  std::tie(out.h, out.c) = lstm_cell(gates, c);  // [n, H] each, eq. 2-3
   return out;
 }
 
@@ -144,7 +144,7 @@ torch::Tensor AttentionLSTMDecoderImpl::readout(
   const double p = options_.dropout;
   const bool train = is_training();
   auto& packed = w.packed;
-  if (!options_.deep_output)
+  if (!options_.lstm.deep_output)
     return packed.linear(torch::dropout(h, p, train), out->weight, out->bias);  // [N, V]
   // eq. 7 with the authors' tanh: L_o(tanh(E y_{t-1} + L_h h_t + L_z z_t)).
   const auto hidden = torch::tanh(
@@ -266,7 +266,8 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
     const torch::Tensor& lengths,
     const torch::Tensor& mask) {
   const std::vector<int64_t> length = checked_lengths(annotations, tokens, lengths);
-  const int64_t B = tokens.size(0), T = tokens.size(1), E = options_.embed_dim, H = options_.hidden_dim;
+  const int64_t B = tokens.size(0), T = tokens.size(1), E = options_.lstm.embed_dim,
+                H = options_.lstm.hidden_dim;
 
   const LongestFirst batch(length, annotations.device());
   const auto sorted = [&](const torch::Tensor& x) { return batch.sorted(x); };
@@ -276,7 +277,7 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   const bool hard = options_.attention_mode == AttentionMode::hard;
   torch::Tensor expectation_rows;  // [B] bool
   if (hard && is_training())
-    expectation_rows = torch::rand({B}, annotations.options()) < options_.hard_expectation;
+    expectation_rows = torch::rand({B}, annotations.options()) < options_.lstm.hard_expectation;
   const HardContextReader hard_reader(is_training(), sorted(expectation_rows));
   const ContextReader& reader = hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader();
   const auto emb = embedding(sorted(tokens).t());  // [T, B, E]  E y_{t-1}
@@ -323,14 +324,14 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
   const StepRows steps(length, batch, offsets, T, annotations.device());
 
   DecoderOutput output;
-  const auto context_rows = options_.deep_output ? steps.gather(contexts) : torch::Tensor();  // [N, D]
-  const auto emb_rows =
-      options_.deep_output ? steps.gather_time_major(emb.reshape({T * B, E})) : torch::Tensor();  // [N, E]
-  output.logits = steps.scatter(readout(w, steps.gather(hs), context_rows, emb_rows));            // [B, T, V]
-  output.alphas = steps.scatter(steps.gather(alphas));              // [B, T, (N,) L]
-  if (gate) output.gates = steps.scatter(steps.gather(betas));      // [B, T, G]
-  if (hard) output.weights = steps.scatter(steps.gather(weights));  // [B, T, (N,) L]
-  output.expectation_rows = expectation_rows;                       // [B]
+  const auto context_rows = options_.lstm.deep_output ? steps.gather(contexts) : torch::Tensor();  // [N, D]
+  const auto emb_rows = options_.lstm.deep_output ? steps.gather_time_major(emb.reshape({T * B, E}))
+                                                  : torch::Tensor();                    // [N, E]
+  output.logits = steps.scatter(readout(w, steps.gather(hs), context_rows, emb_rows));  // [B, T, V]
+  output.alphas = steps.scatter(steps.gather(alphas));                                  // [B, T, (N,) L]
+  if (gate) output.gates = steps.scatter(steps.gather(betas));                          // [B, T, G]
+  if (hard) output.weights = steps.scatter(steps.gather(weights));                      // [B, T, (N,) L]
+  output.expectation_rows = expectation_rows;                                           // [B]
   return output;
 }
 

@@ -59,16 +59,17 @@ TransformerDecoderImpl::TransformerDecoderImpl(const DecoderOptions& options) : 
   validate(options);
   if (options.kind != DecoderKind::transformer)
     throw std::invalid_argument("TransformerDecoder needs decoder.kind=transformer");
-  const int64_t d = options.model_dim;
+  const int64_t d = options.transformer.model_dim;
   embedding = register_module("embedding", torch::nn::Embedding(options.vocab_size, d));
   // Scaled by sqrt(d) at the input, so the embeddings start at unit scale beside the encoding.
   torch::nn::init::normal_(embedding->weight, 0.0, 1.0 / std::sqrt(static_cast<double>(d)));
   grid_proj = register_module("grid_proj", torch::nn::Linear(options.annotation_dim, d));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < options.layers; ++i) {
-    layers->push_back(TransformerDecoderLayer(d, options.heads, options.ffn_dim, options.dropout));
+  for (int64_t i = 0; i < options.transformer.layers; ++i) {
+    layers->push_back(
+        TransformerDecoderLayer(d, options.transformer.heads, options.transformer.ffn_dim, options.dropout));
   }
-  if (!options.tied_embeddings) {
+  if (!options.transformer.tied_embeddings) {
     out_weight = register_parameter("out_weight", torch::empty({options.vocab_size, d}));
     torch::nn::init::xavier_uniform_(out_weight);
   }
@@ -76,7 +77,7 @@ TransformerDecoderImpl::TransformerDecoderImpl(const DecoderOptions& options) : 
 }
 
 torch::Tensor TransformerDecoderImpl::embed(const torch::Tensor& words, int64_t first) {
-  const int64_t d = options_.model_dim;
+  const int64_t d = options_.transformer.model_dim;
   const auto position = sinusoidal_encoding(first, words.size(1), d, embedding->weight.options());  // [T, d]
   const auto x = embedding(words) * std::sqrt(static_cast<double>(d)) + position;
   return torch::dropout(x, options_.dropout, is_training());
@@ -110,10 +111,11 @@ void TransformerDecoderImpl::remember_grid(
 
 std::pair<torch::Tensor, torch::Tensor> TransformerDecoderImpl::run_layers(
     torch::Tensor x, DecoderState& state, const torch::Tensor& mask, PackedWeights& packed) {
-  const int64_t maps_layer =
-      options_.maps_layer < 0 ? options_.layers + options_.maps_layer : options_.maps_layer;
-  state.word_keys.resize(static_cast<size_t>(options_.layers));
-  state.word_values.resize(static_cast<size_t>(options_.layers));
+  const int64_t maps_layer = options_.transformer.maps_layer < 0
+                                 ? options_.transformer.layers + options_.transformer.maps_layer
+                                 : options_.transformer.maps_layer;
+  state.word_keys.resize(static_cast<size_t>(options_.transformer.layers));
+  state.word_values.resize(static_cast<size_t>(options_.transformer.layers));
   torch::Tensor maps;
   for (size_t i = 0; i < layers->size(); ++i) {
     DecoderLayerOutput out = layers[i]->as<TransformerDecoderLayerImpl>()->forward(
@@ -128,7 +130,7 @@ std::pair<torch::Tensor, torch::Tensor> TransformerDecoderImpl::run_layers(
 }
 
 torch::Tensor TransformerDecoderImpl::logits(const torch::Tensor& x, PackedWeights& packed) {
-  return linear(packed, x, options_.tied_embeddings ? embedding->weight : out_weight, out_bias);
+  return linear(packed, x, options_.transformer.tied_embeddings ? embedding->weight : out_weight, out_bias);
 }
 
 DecoderOutput TransformerDecoderImpl::forward(
@@ -193,12 +195,13 @@ DecoderState TransformerDecoderImpl::for_beams(const DecoderState& state, int64_
 }
 
 void TransformerDecoderImpl::set_maps_layer(int64_t layer) {
-  if (layer >= options_.layers || layer < -options_.layers) {
+  if (layer >= options_.transformer.layers || layer < -options_.transformer.layers) {
     throw std::invalid_argument(
-        "layer " + std::to_string(layer) + " is not a layer of the " + std::to_string(options_.layers) +
-        "-layer decoder (0 to " + std::to_string(options_.layers - 1) + ", or negative from the last)");
+        "layer " + std::to_string(layer) + " is not a layer of the " +
+        std::to_string(options_.transformer.layers) + "-layer decoder (0 to " +
+        std::to_string(options_.transformer.layers - 1) + ", or negative from the last)");
   }
-  options_.maps_layer = layer;
+  options_.transformer.maps_layer = layer;
 }
 
 }  // namespace saccade

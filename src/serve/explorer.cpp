@@ -49,8 +49,8 @@ std::optional<ShapesTruth> read_truth(const DatasetOptions& dataset) {
 
 // Attention heads the decoder's alphas carry (1: [n, L] maps).
 int64_t heads_of(const DecoderOptions& decoder) {
-  if (decoder.kind == DecoderKind::transformer) return decoder.heads;
-  return decoder.attention_kind == "multihead" ? decoder.attention_heads : 1;
+  if (decoder.kind == DecoderKind::transformer) return decoder.transformer.heads;
+  return decoder.lstm.attention_kind == "multihead" ? decoder.lstm.attention_heads : 1;
 }
 
 Json decoder_json(const DecoderOptions& decoder) {
@@ -59,10 +59,10 @@ Json decoder_json(const DecoderOptions& decoder) {
        {"attention_mode", to_string(decoder.attention_mode)},
        {"heads", heads_of(decoder)}});
   if (decoder.kind == DecoderKind::transformer) {
-    description.set("layers", decoder.layers);
-    description.set("maps_layer", decoder.maps_layer);
+    description.set("layers", decoder.transformer.layers);
+    description.set("maps_layer", decoder.transformer.maps_layer);
   } else {
-    description.set("attention_kind", decoder.attention_kind);
+    description.set("attention_kind", decoder.lstm.attention_kind);
   }
   return description;
 }

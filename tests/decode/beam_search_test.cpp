@@ -372,16 +372,16 @@ TEST(FinishedRows, LeaveTheSearchAndEveryImageGetsItsOwnCaption) {
   std::vector<Case> cases;
   for (const std::string kind : {"additive", "dot", "local"}) {
     auto options = testing::tiny_decoder_options();
-    options.attention_kind = kind;
+    options.lstm.attention_kind = kind;
     options.grid = {3, 3};
-    options.attention_window = 1;
+    options.lstm.attention_window = 1;
     cases.push_back({"lstm " + kind, options});
   }
-  auto transformer = testing::tiny_decoder_options();  // V=9, D=6, no dropout
-  transformer.kind = DecoderKind::transformer;
-  transformer.model_dim = 8;
-  transformer.ffn_dim = 12;
-  cases.push_back({"transformer", transformer});
+  auto transformer_decoder = testing::tiny_decoder_options();  // V=9, D=6, no dropout
+  transformer_decoder.kind = DecoderKind::transformer;
+  transformer_decoder.transformer.model_dim = 8;
+  transformer_decoder.transformer.ffn_dim = 12;
+  cases.push_back({"transformer", transformer_decoder});
   int64_t runs_with_rows_leaving = 0;
   for (const auto& [name, options] : cases) {
     torch::manual_seed(0);
@@ -464,10 +464,10 @@ TEST(DeadSlots, AnImageWithNothingLeftToExtendIsDone) {
 TEST(LocalAttentionBeamSearch, EachCaptionsAlphasAreItsOwnTeacherForcedOnes) {
   torch::manual_seed(0);
   auto options = testing::tiny_decoder_options();
-  options.attention_kind = "local";
+  options.lstm.attention_kind = "local";
   options.grid = {3, 3};
-  options.attention_window = 1;
-  options.attention_centre = LocalCentre::monotonic;
+  options.lstm.attention_window = 1;
+  options.lstm.attention_centre = LocalCentre::monotonic;
   AttentionLSTMDecoder decoder(options);
   decoder->eval();
   const auto annotations = 3 * torch::randn({4, 9, 6});

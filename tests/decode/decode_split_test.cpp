@@ -21,7 +21,7 @@ TEST(AnnotationsOf, SharedImagesGiveEachCaptionItsImagesAnnotationsAndGradient) 
   EncoderOptions encoder;
   encoder.channels = {4, 8};
   DecoderOptions decoder;
-  decoder.embed_dim = decoder.hidden_dim = decoder.attention_dim = 8;
+  decoder.lstm.embed_dim = decoder.lstm.hidden_dim = decoder.lstm.attention_dim = 8;
   Captioner model = build_captioner(encoder, decoder, 5);
   // BatchNorm on its running statistics: in training its statistics are over the distinct images.
   model->eval();

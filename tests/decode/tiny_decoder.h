@@ -17,9 +17,9 @@ inline DecoderOptions tiny_decoder_options() {
   DecoderOptions options;
   options.vocab_size = 9;
   options.annotation_dim = 6;
-  options.embed_dim = 5;
-  options.hidden_dim = 7;
-  options.attention_dim = 4;
+  options.lstm.embed_dim = 5;
+  options.lstm.hidden_dim = 7;
+  options.lstm.attention_dim = 4;
   options.dropout = 0.0;
   return options;
 }
@@ -42,11 +42,11 @@ inline AttentionLSTMDecoder markov_decoder(const std::map<std::pair<int64_t, int
   DecoderOptions options;
   options.vocab_size = kVocab;
   options.annotation_dim = 3;
-  options.embed_dim = kVocab;
-  options.hidden_dim = 4;
-  options.attention_dim = 2;
+  options.lstm.embed_dim = kVocab;
+  options.lstm.hidden_dim = 4;
+  options.lstm.attention_dim = 2;
   options.dropout = 0.0;
-  options.deep_output = true;
+  options.lstm.deep_output = true;
   AttentionLSTMDecoder decoder(options);
   torch::NoGradGuard no_grad;
   decoder->embedding->weight.copy_(20.0 * torch::eye(kVocab));

@@ -149,7 +149,10 @@ TEST_F(TrainedRunTest, ArchitectureKeysOfTheRunCannotBeOverridden) {
   EXPECT_EQ(refusal({"decoder.layers=2"}), architecture_refusal("decoder.layers", "2", "1"));
   EXPECT_EQ(refusal({"decoder.kind=lstm"}), architecture_refusal("decoder.kind", "lstm", "transformer"));
   EXPECT_EQ(
-      load_trained_run(dir_.path(), today({"decoder.maps_layer=0"})).model->decoder->options().maps_layer, 0);
+      load_trained_run(dir_.path(), today({"decoder.maps_layer=0"}))
+          .model->decoder->options()
+          .transformer.maps_layer,
+      0);
 }
 
 // The saved config is merged over the group's values, so a switched group would be ignored.

@@ -27,13 +27,13 @@ DecoderOptions small_options(
   DecoderOptions options;
   options.vocab_size = 11;
   options.annotation_dim = 6;
-  options.embed_dim = 5;
-  options.hidden_dim = 7;
-  options.attention_kind = kind;
-  options.attention_dim = 8;
-  options.attention_heads = kind == "multihead" ? 2 : 1;
-  options.gate = gate;
-  options.deep_output = deep_output;
+  options.lstm.embed_dim = 5;
+  options.lstm.hidden_dim = 7;
+  options.lstm.attention_kind = kind;
+  options.lstm.attention_dim = 8;
+  options.lstm.attention_heads = kind == "multihead" ? 2 : 1;
+  options.lstm.gate = gate;
+  options.lstm.deep_output = deep_output;
   options.dropout = 0.5;
   return options;
 }
@@ -69,7 +69,7 @@ DecoderOutput naive_forward(AttentionLSTMDecoderImpl& decoder, const Batch& batc
     const auto attended = decoder.attention->attend(memory, query);
     // What a monotonic local centre follows, and with coverage the sum of every alpha so far.
     auto& history = memory.history;
-    if (decoder.options().attention_coverage)
+    if (decoder.options().lstm.attention_coverage)
       history.coverage = history.coverage.defined() ? history.coverage + attended.alpha : attended.alpha;
     history.previous_alpha = attended.alpha;
     auto z = attended.context;
@@ -79,8 +79,9 @@ DecoderOutput naive_forward(AttentionLSTMDecoderImpl& decoder, const Batch& batc
     }
     std::tie(h, c) = decoder.lstm(torch::cat({emb, z}, 1), std::make_tuple(h, c));
     logits.push_back(
-        decoder.options().deep_output ? decoder.out(torch::tanh(emb + decoder.out_h(h) + decoder.out_z(z)))
-                                      : decoder.out(h));
+        decoder.options().lstm.deep_output
+            ? decoder.out(torch::tanh(emb + decoder.out_h(h) + decoder.out_z(z)))
+            : decoder.out(h));
     alphas.push_back(attended.alpha);
   }
   const auto real = torch::arange(T).unsqueeze(0) < batch.lengths.unsqueeze(1);  // [B, T]
@@ -156,9 +157,9 @@ TEST_F(DecoderTest, ForwardMatchesNaivePerStepReference) {
 TEST_F(DecoderTest, AQueryReadingTheWordMatchesTheNaiveReference) {
   for (const std::string kind : {"additive", "dot", "general", "multihead", "local"}) {
     auto options = small_options(kind);
-    options.attention_query = AttentionQuery::hidden_and_word;
+    options.lstm.attention_query = AttentionQuery::hidden_and_word;
     options.grid = {3, 3};
-    options.attention_window = 1;
+    options.lstm.attention_window = 1;
     AttentionLSTMDecoder decoder(options);
     decoder->to(torch::kDouble);
     decoder->eval();
@@ -187,10 +188,10 @@ TEST_F(DecoderTest, AQueryReadingTheWordMatchesTheNaiveReference) {
 TEST_F(DecoderTest, CoverageMatchesTheNaiveReferenceStepByStep) {
   for (const std::string kind : {"additive", "dot", "multihead", "local"}) {
     auto options = small_options(kind);
-    options.attention_coverage = true;
-    options.attention_query = AttentionQuery::hidden_and_word;
+    options.lstm.attention_coverage = true;
+    options.lstm.attention_query = AttentionQuery::hidden_and_word;
     options.grid = {3, 3};
-    options.attention_window = 1;
+    options.lstm.attention_window = 1;
     AttentionLSTMDecoder decoder(options);
     decoder->to(torch::kDouble);
     decoder->eval();
@@ -216,7 +217,7 @@ TEST_F(DecoderTest, CoverageMatchesTheNaiveReferenceStepByStep) {
 // whole model still matches the naive reference.
 TEST_F(DecoderTest, ALearnedInitialStateIsTheSameForEveryImage) {
   auto options = small_options();
-  options.initial_state = InitialState::learned;
+  options.lstm.initial_state = InitialState::learned;
   AttentionLSTMDecoder decoder(options);
   decoder->to(torch::kDouble);
   decoder->eval();
@@ -247,8 +248,8 @@ TEST_F(DecoderTest, LocalAttentionMatchesTheNaiveReferenceStepByStep) {
     SCOPED_TRACE(to_string(centre));
     auto options = small_options("local");
     options.grid = {3, 3};
-    options.attention_window = 1;
-    options.attention_centre = centre;
+    options.lstm.attention_window = 1;
+    options.lstm.attention_centre = centre;
     AttentionLSTMDecoder decoder(options);
     decoder->to(torch::kDouble);
     decoder->eval();
@@ -270,9 +271,9 @@ TEST_F(DecoderTest, LocalAttentionMatchesTheNaiveReferenceStepByStep) {
 TEST_F(DecoderTest, ReorderingBeamsMovesTheirHistoryAndKeepsTheKeys) {
   auto options = small_options("local");
   options.grid = {3, 3};
-  options.attention_window = 1;
-  options.attention_centre = LocalCentre::monotonic;
-  options.attention_coverage = true;
+  options.lstm.attention_window = 1;
+  options.lstm.attention_centre = LocalCentre::monotonic;
+  options.lstm.attention_coverage = true;
   AttentionLSTMDecoder decoder(options);
   const auto batch = small_batch(torch::kFloat, 9);
   auto state = decoder->init_state(batch.annotations);
@@ -348,14 +349,14 @@ TEST_F(DecoderTest, GradientsMatchFiniteDifferences) {
            {Gate::scalar, true, AttentionQuery::hidden_and_word, InitialState::learned, false},
            {Gate::scalar, true, AttentionQuery::hidden_and_word, InitialState::mean_annotation, true}}) {
     auto options = small_options("additive", gate, deep_output);
-    options.attention_query = query;
-    options.initial_state = initial;
-    options.attention_coverage = coverage;
+    options.lstm.attention_query = query;
+    options.lstm.initial_state = initial;
+    options.lstm.attention_coverage = coverage;
     options.vocab_size = 5;
     options.annotation_dim = 3;
-    options.embed_dim = 2;
-    options.hidden_dim = 3;
-    options.attention_dim = 2;
+    options.lstm.embed_dim = 2;
+    options.lstm.hidden_dim = 3;
+    options.lstm.attention_dim = 2;
     AttentionLSTMDecoder decoder(options);
     decoder->to(torch::kDouble);
     decoder->eval();
@@ -456,7 +457,7 @@ TEST_F(DecoderTest, ForBeamsSharesTheGridWhereTheKernelsReadIt) {
   for (const std::string kind : {"additive", "local", "dot", "scaled_dot", "general", "multihead"}) {
     auto options = small_options(kind);
     options.grid = {3, 3};
-    options.attention_window = 1;
+    options.lstm.attention_window = 1;
     AttentionLSTMDecoder decoder(options);
     decoder->eval();
     const auto batch = small_batch(torch::kFloat, 9);  // 3 images of 3 x 3 cells
@@ -537,10 +538,10 @@ TEST_F(DecoderTest, ValidationNamesTheKey) {
   EXPECT_EQ(message(options), "decoder.dropout must be in [0, 1), got 1.000000");
   options = small_options();
   options.attention_mode = AttentionMode::hard;
-  options.hard_expectation = 1.5;
+  options.lstm.hard_expectation = 1.5;
   EXPECT_EQ(message(options), "decoder.attention.hard_expectation must be in [0, 1], got 1.500000");
   options = small_options("multihead");
-  options.attention_heads = 3;
+  options.lstm.attention_heads = 3;
   EXPECT_EQ(message(options).rfind("decoder.attention: The attention dim (8) must be divisible", 0), 0u);
   options = small_options("local");
   options.grid = {2, 2};
@@ -582,28 +583,28 @@ TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
   YAML::Node root;
   root["decoder"] = YAML::LoadFile((testing::source_dir() / "configs/decoder/soft.yaml").string());
   const auto options = decoder_options_from(Config(root));
-  EXPECT_EQ(options.embed_dim, 512);
-  EXPECT_EQ(options.hidden_dim, 512);
-  EXPECT_EQ(options.attention_kind, "additive");
+  EXPECT_EQ(options.lstm.embed_dim, 512);
+  EXPECT_EQ(options.lstm.hidden_dim, 512);
+  EXPECT_EQ(options.lstm.attention_kind, "additive");
   EXPECT_EQ(options.attention_mode, AttentionMode::soft);
-  EXPECT_EQ(options.gate, Gate::scalar);
-  EXPECT_TRUE(options.deep_output);
+  EXPECT_EQ(options.lstm.gate, Gate::scalar);
+  EXPECT_TRUE(options.lstm.deep_output);
   EXPECT_EQ(options.vocab_size, 0);  // from the data, never the config
-  EXPECT_EQ(options.hard_expectation, 0.5);
-  EXPECT_EQ(options.attention_query, AttentionQuery::hidden);
-  EXPECT_EQ(options.initial_state, InitialState::mean_annotation);
-  EXPECT_FALSE(options.attention_coverage);
+  EXPECT_EQ(options.lstm.hard_expectation, 0.5);
+  EXPECT_EQ(options.lstm.attention_query, AttentionQuery::hidden);
+  EXPECT_EQ(options.lstm.initial_state, InitialState::mean_annotation);
+  EXPECT_FALSE(options.lstm.attention_coverage);
   root["decoder"]["attention"]["coverage"] = true;
-  EXPECT_TRUE(decoder_options_from(Config(root)).attention_coverage);
+  EXPECT_TRUE(decoder_options_from(Config(root)).lstm.attention_coverage);
   EXPECT_TRUE(decoder_options_from(Config(root)).attention().coverage);
   root["decoder"]["attention"].remove("coverage");  // a run saved before the key: none
-  EXPECT_FALSE(decoder_options_from(Config(root)).attention_coverage);
+  EXPECT_FALSE(decoder_options_from(Config(root)).lstm.attention_coverage);
   root["decoder"]["attention"]["query"] = "hidden_and_word";
-  EXPECT_EQ(decoder_options_from(Config(root)).attention_query, AttentionQuery::hidden_and_word);
+  EXPECT_EQ(decoder_options_from(Config(root)).lstm.attention_query, AttentionQuery::hidden_and_word);
   root["decoder"]["attention"].remove("query");  // a run saved before the key: the paper's query
-  EXPECT_EQ(decoder_options_from(Config(root)).attention_query, AttentionQuery::hidden);
+  EXPECT_EQ(decoder_options_from(Config(root)).lstm.attention_query, AttentionQuery::hidden);
   root["decoder"]["attention"]["hard_expectation"] = 0.25;
-  EXPECT_EQ(decoder_options_from(Config(root)).hard_expectation, 0.25);
+  EXPECT_EQ(decoder_options_from(Config(root)).lstm.hard_expectation, 0.25);
   root["decoder"]["gate"] = "sometimes";
   try {
     decoder_options_from(Config(root));
@@ -617,7 +618,7 @@ TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
 TEST_F(DecoderTest, HardAttentionReadsOneLocationPerSampledCaption) {
   auto options = small_options();
   options.attention_mode = AttentionMode::hard;
-  options.hard_expectation = 0.5;
+  options.lstm.hard_expectation = 0.5;
   AttentionLSTMDecoder decoder(options);
   const auto batch = small_batch();
   const auto out = decoder->forward(batch.annotations, batch.tokens, batch.lengths);

@@ -273,7 +273,7 @@ TEST(GridRefiner, TheCaptionerRefinesWhatTheDecoderReads) {
   encoder.grid = std::array<int64_t, 2>{2, 2};
   encoder.refiner = transformer_refiner(1, 2, 16);
   DecoderOptions decoder;
-  decoder.embed_dim = decoder.hidden_dim = decoder.attention_dim = 8;
+  decoder.lstm.embed_dim = decoder.lstm.hidden_dim = decoder.lstm.attention_dim = 8;
   Captioner model = build_captioner(encoder, decoder, 7);
   ASSERT_TRUE(model->refiner);
   EXPECT_NE(model->named_parameters().find("refiner.layers.0.self_attn.in_proj_weight"), nullptr);
@@ -314,13 +314,13 @@ DecoderOptions tiny_transformer(bool tied = false) {
   options.kind = DecoderKind::transformer;
   options.vocab_size = 11;
   options.annotation_dim = 6;
-  options.layers = 2;
-  options.heads = 2;
-  options.model_dim = 8;
-  options.ffn_dim = 12;
+  options.transformer.layers = 2;
+  options.transformer.heads = 2;
+  options.transformer.model_dim = 8;
+  options.transformer.ffn_dim = 12;
   options.dropout = 0.1;
-  options.tied_embeddings = tied;
-  options.maps_layer = 0;
+  options.transformer.tied_embeddings = tied;
+  options.transformer.maps_layer = 0;
   return options;
 }
 
@@ -384,9 +384,9 @@ TEST(TransformerDecoder, InferenceRunsOnPackedWeightsThatFollowUpdatesAndBf16) {
   DecoderOptions options = tiny_transformer();
   options.vocab_size = 37;
   options.annotation_dim = 20;
-  options.model_dim = 32;
-  options.ffn_dim = 48;
-  options.heads = 4;
+  options.transformer.model_dim = 32;
+  options.transformer.ffn_dim = 48;
+  options.transformer.heads = 4;
   TransformerDecoder decoder(options);
   decoder->eval();
   const auto annotations = torch::randn({3, 21, 20});
@@ -498,8 +498,8 @@ TEST(TransformerDecoder, OptionsComeFromTheConfigAndBadOnesNameTheKey) {
       compose({testing::source_dir() / "configs", "config", {"decoder=transformer"}}).config;
   const DecoderOptions options = decoder_options_from(config);
   EXPECT_EQ(options.kind, DecoderKind::transformer);
-  EXPECT_EQ(options.model_dim, 256);
-  EXPECT_EQ(options.maps_layer, -1);
+  EXPECT_EQ(options.transformer.model_dim, 256);
+  EXPECT_EQ(options.transformer.maps_layer, -1);
   EXPECT_EQ(
       decoder_options_from(compose({testing::source_dir() / "configs", "config", {}}).config).kind,
       DecoderKind::lstm);
@@ -508,10 +508,10 @@ TEST(TransformerDecoder, OptionsComeFromTheConfigAndBadOnesNameTheKey) {
     return testing::message_of<std::invalid_argument>([&] { build_decoder(bad); });
   };
   auto three_heads = tiny_transformer();
-  three_heads.heads = 3;
+  three_heads.transformer.heads = 3;
   EXPECT_EQ(message(three_heads), "decoder.heads=3 does not divide decoder.dim=8");
   auto far_layer = tiny_transformer();
-  far_layer.maps_layer = 2;
+  far_layer.transformer.maps_layer = 2;
   EXPECT_EQ(message(far_layer), "decoder.maps_layer=2 is not a layer of the 2-layer decoder");
   TransformerDecoder decoder(tiny_transformer());
   EXPECT_EQ(

@@ -51,7 +51,7 @@ TEST(Optimizer, APretrainedEncodersTrainableParametersGetTheirOwnGroup) {
   EncoderOptions encoder;
   encoder.channels = {4, 8};
   DecoderOptions decoder;
-  decoder.embed_dim = decoder.hidden_dim = decoder.attention_dim = 8;
+  decoder.lstm.embed_dim = decoder.lstm.hidden_dim = decoder.lstm.attention_dim = 8;
   Captioner model = build_captioner(encoder, decoder, 7);
   const auto encoder_parameters = model->encoder->parameters();
   ASSERT_GE(encoder_parameters.size(), 2u);

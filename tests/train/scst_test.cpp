@@ -25,9 +25,9 @@ AttentionLSTMDecoder uneven_decoder(AttentionMode mode) {
   DecoderOptions options;
   options.vocab_size = 5;
   options.annotation_dim = 3;
-  options.embed_dim = 4;
-  options.hidden_dim = 5;
-  options.attention_dim = 4;
+  options.lstm.embed_dim = 4;
+  options.lstm.hidden_dim = 5;
+  options.lstm.attention_dim = 4;
   options.dropout = 0.0;
   options.attention_mode = mode;
   torch::manual_seed(11);

@@ -184,9 +184,9 @@ void print_products(int64_t rows) {
 DecoderOptions bench_decoder_options(const Config& config) {
   DecoderOptions options = peer_decoder_options(config);
   if (options.kind != DecoderKind::lstm) return options;
-  options.attention_kind = config.get<std::string>("decoder.attention.kind");
-  options.attention_heads = config.get<int64_t>("decoder.attention.heads");
-  options.attention_window = config.get<int64_t>("decoder.attention.window");
+  options.lstm.attention_kind = config.get<std::string>("decoder.attention.kind");
+  options.lstm.attention_heads = config.get<int64_t>("decoder.attention.heads");
+  options.lstm.attention_window = config.get<int64_t>("decoder.attention.window");
   options.grid = {14, 14};
   return options;
 }

@@ -20,19 +20,19 @@ DecoderOptions peer_decoder_options(const Config& config) {
   options.annotation_dim = 2048;
   if (decoder_kind_from(config) == DecoderKind::transformer) {
     options.kind = DecoderKind::transformer;
-    options.layers = 6;
-    options.heads = 8;
-    options.model_dim = 512;
-    options.ffn_dim = 2048;
+    options.transformer.layers = 6;
+    options.transformer.heads = 8;
+    options.transformer.model_dim = 512;
+    options.transformer.ffn_dim = 2048;
     options.dropout = 0.1;
     return options;
   }
-  options.embed_dim = 512;
-  options.hidden_dim = 512;
-  options.attention_kind = "additive";
-  options.attention_dim = 512;
-  options.gate = Gate::vector;
-  options.deep_output = false;
+  options.lstm.embed_dim = 512;
+  options.lstm.hidden_dim = 512;
+  options.lstm.attention_kind = "additive";
+  options.lstm.attention_dim = 512;
+  options.lstm.gate = Gate::vector;
+  options.lstm.deep_output = false;
   options.dropout = 0.5;
   return options;
 }
@@ -43,18 +43,19 @@ std::string describe_decoder(const DecoderOptions& o) {
     std::snprintf(
         text, sizeof(text),
         "Transformer decoder: D=%ld d=%ld, %ld layers, %ld heads, feed-forward %ld, V=%ld, dropout %.1f",
-        long(o.annotation_dim), long(o.model_dim), long(o.layers), long(o.heads), long(o.ffn_dim),
-        long(o.vocab_size), o.dropout);
+        long(o.annotation_dim), long(o.transformer.model_dim), long(o.transformer.layers),
+        long(o.transformer.heads), long(o.transformer.ffn_dim), long(o.vocab_size), o.dropout);
   } else {
     std::snprintf(
         text, sizeof(text),
         "LSTM decoder: D=%ld A=%ld E=%ld H=%ld V=%ld, %s attention, %s gate, deep output %s, dropout %.1f",
-        long(o.annotation_dim), long(o.attention_dim), long(o.embed_dim), long(o.hidden_dim),
+        long(o.annotation_dim), long(o.lstm.attention_dim), long(o.lstm.embed_dim), long(o.lstm.hidden_dim),
         long(o.vocab_size),
-        (o.attention_kind +
-         (o.attention_kind == "multihead" ? " (" + std::to_string(o.attention_heads) + " heads)" : ""))
+        (o.lstm.attention_kind + (o.lstm.attention_kind == "multihead"
+                                      ? " (" + std::to_string(o.lstm.attention_heads) + " heads)"
+                                      : ""))
             .c_str(),
-        to_string(o.gate).c_str(), o.deep_output ? "on" : "off", o.dropout);
+        to_string(o.lstm.gate).c_str(), o.lstm.deep_output ? "on" : "off", o.dropout);
   }
   return text;
 }

@@ -52,8 +52,8 @@ double median(std::vector<double> values) {
 // Useful FLOPs of one Transformer training step, counted as for the LSTM below; the causal pass
 // scores all T x T word pairs.
 double transformer_training_flops(const DecoderOptions& o, int64_t batch, int64_t locations, int64_t steps) {
-  const double B = batch, L = locations, T = steps, D = o.annotation_dim, d = o.model_dim, F = o.ffn_dim,
-               V = o.vocab_size, layers = o.layers;
+  const double B = batch, L = locations, T = steps, D = o.annotation_dim, d = o.transformer.model_dim,
+               F = o.transformer.ffn_dim, V = o.vocab_size, layers = o.transformer.layers;
   const double grid = B * (2 * L * D * d + layers * 4 * L * d * d);  // grid_proj, cross keys and values
   const double per_word = layers * (12 * d * d + 4 * T * d + 4 * L * d + 4 * d * F) + 2 * d * V;
   const double forward = grid + B * T * per_word;
@@ -69,9 +69,9 @@ double transformer_training_flops(const DecoderOptions& o, int64_t batch, int64_
 }  // namespace
 
 LstmForwardFlops lstm_forward_flops(const DecoderOptions& o, int64_t batch, int64_t locations) {
-  const double B = batch, L = locations, D = o.annotation_dim, E = o.embed_dim, H = o.hidden_dim;
-  const double A = o.attention_dim, V = o.vocab_size,
-               G = o.gate == Gate::vector ? D : (o.gate == Gate::scalar ? 1 : 0);
+  const double B = batch, L = locations, D = o.annotation_dim, E = o.lstm.embed_dim, H = o.lstm.hidden_dim;
+  const double A = o.lstm.attention_dim, V = o.vocab_size,
+               G = o.lstm.gate == Gate::vector ? D : (o.lstm.gate == Gate::scalar ? 1 : 0);
   LstmForwardFlops flops;
   flops.keys = 2 * B * L * D * A;                // W_a a, once per image
   flops.init = 2 * B * 2 * D * H;                // f_init_h, f_init_c
@@ -88,9 +88,10 @@ namespace {
 double training_flops(const DecoderOptions& o, int64_t batch, int64_t locations, int64_t words) {
   if (o.kind == DecoderKind::transformer)
     return transformer_training_flops(o, batch, locations, words / batch);
-  const double B = batch, L = locations, N = words, D = o.annotation_dim, E = o.embed_dim, H = o.hidden_dim;
-  const double A = o.attention_dim, V = o.vocab_size,
-               G = o.gate == Gate::vector ? D : (o.gate == Gate::scalar ? 1 : 0);
+  const double B = batch, L = locations, N = words, D = o.annotation_dim, E = o.lstm.embed_dim,
+               H = o.lstm.hidden_dim;
+  const double A = o.lstm.attention_dim, V = o.vocab_size,
+               G = o.lstm.gate == Gate::vector ? D : (o.lstm.gate == Gate::scalar ? 1 : 0);
   const auto flops = lstm_forward_flops(o, batch, locations);
   const double keys = flops.keys, init = flops.init, per_word = flops.per_word;
   const double forward = flops.total(words);
