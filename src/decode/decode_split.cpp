@@ -111,7 +111,8 @@ std::vector<double> caption_log_probs(
     const torch::Tensor& annotations,
     const std::vector<int64_t>& image_rows,
     const std::vector<std::vector<std::string>>& captions,
-    const Vocabulary& vocabulary) {
+    const Vocabulary& vocabulary,
+    HardRead read) {
   if (captions.empty()) return {};
   const int64_t count = static_cast<int64_t>(captions.size());
   int64_t longest = 0;
@@ -127,8 +128,8 @@ std::vector<double> caption_log_probs(
   const auto device = annotations.device();
   tokens = tokens.to(device);
   const auto rows = torch::tensor(image_rows, torch::kLong).to(device);
-  const DecoderOutput output =
-      decoder.forward(annotations.index_select(0, rows), tokens.slice(1, 0, -1), lengths.to(device));
+  const DecoderOutput output = decoder.forward(
+      annotations.index_select(0, rows), tokens.slice(1, 0, -1), lengths.to(device), {}, read);
   const auto log_probs = torch::log_softmax(output.logits.to(torch::kDouble), -1)
                              .gather(2, tokens.slice(1, 1).unsqueeze(2))
                              .squeeze(2);  // [N, T]
@@ -162,8 +163,8 @@ std::vector<DecodedImage> decode_batch(
     forced_rows.insert(forced_rows.end(), image_captions.size(), b);
     for (auto& caption : image_captions) forced_captions.push_back(std::move(caption));
   }
-  const std::vector<double> forced_log_probs =
-      caption_log_probs(*model.decoder, annotations, forced_rows, forced_captions, vocabulary);
+  const std::vector<double> forced_log_probs = caption_log_probs(
+      *model.decoder, annotations, forced_rows, forced_captions, vocabulary, search.options().hard_read);
   std::vector<DecodedImage> images;
   auto forced = forced_log_probs.begin();
   for (int64_t b = 0; b < std::min(batch.size(), room); ++b) {

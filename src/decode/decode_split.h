@@ -80,13 +80,15 @@ torch::Tensor annotations_of(
 
 // The model's log-probability of each whole caption (its words, then <end>) under teacher
 // forcing, caption i read against row image_rows[i] of annotations [B, L, D]; words outside the
-// vocabulary read as <unk>. In the decoder's current mode; call under no-grad.
+// vocabulary read as <unk>. In the decoder's current mode, hard attention outside training reading
+// as `read` says (decode_split passes its search's decode.hard_read); call under no-grad.
 std::vector<double> caption_log_probs(
     CaptionDecoderImpl& decoder,
     const torch::Tensor& annotations,
     const std::vector<int64_t>& image_rows,
     const std::vector<std::vector<std::string>>& captions,
-    const Vocabulary& vocabulary);
+    const Vocabulary& vocabulary,
+    HardRead read);
 
 // Decodes `loader`'s dataset (one sample per image) from epoch 0's order under no-grad, in eval
 // mode (the model's training flag is restored).

@@ -196,6 +196,7 @@ class CaptionSearch {
   // "greedy", "beam K" (with "G groups, diversity P" for diverse beams), or "sample" with the
   // non-default temperature, top_k and top_p.
   std::string describe() const;
+  const SearchOptions& options() const { return options_; }
 
  private:
   SearchMethod kind_;

@@ -264,7 +264,8 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
     const torch::Tensor& annotations,
     const torch::Tensor& tokens,
     const torch::Tensor& lengths,
-    const torch::Tensor& mask) {
+    const torch::Tensor& mask,
+    HardRead read) {
   const std::vector<int64_t> length = checked_lengths(annotations, tokens, lengths);
   const int64_t B = tokens.size(0), T = tokens.size(1), E = options_.lstm.embed_dim,
                 H = options_.lstm.hidden_dim;
@@ -274,7 +275,8 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
 
   DecoderState state = init_state(sorted(annotations), sorted(mask));
   Recurrence w = recurrence();
-  const bool hard = options_.attention_mode == AttentionMode::hard;
+  const bool hard =
+      options_.attention_mode == AttentionMode::hard && (is_training() || read == HardRead::argmax);
   torch::Tensor expectation_rows;  // [B] bool
   if (hard && is_training())
     expectation_rows = torch::rand({B}, annotations.options()) < options_.lstm.hard_expectation;

@@ -66,7 +66,8 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
       const torch::Tensor& annotations,
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
-      const torch::Tensor& mask = {}) override;
+      const torch::Tensor& mask = {},
+      HardRead read = HardRead::argmax) override;
 
   // h_0, c_0 and the attention keys for annotations [B, L, D] (mask as in forward).
   DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;

@@ -100,11 +100,14 @@ class CaptionDecoderImpl : public torch::nn::Module {
   //   tokens      [B, T] int64: <start> w_1 .. w_{T-1}, padded; tokens[b, t] is y_t's predecessor
   //   lengths     [B] int64 in [0, T]: steps to run for caption b (its words + <end>)
   //   mask        optional [B, L] bool, true = real location (for padded grids)
+  //   read        hard attention outside training: what each word reads, as in step (in training,
+  //               locations are sampled from alpha); other decoders ignore it
   virtual DecoderOutput forward(
       const torch::Tensor& annotations,
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
-      const torch::Tensor& mask = {}) = 0;
+      const torch::Tensor& mask = {},
+      HardRead read = HardRead::argmax) = 0;
 
   // The state before the first word for annotations [B, L, D] (mask as in forward).
   virtual DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) = 0;
@@ -137,8 +140,9 @@ class ForwardingDecoderImpl : public CaptionDecoderImpl {
       const torch::Tensor& annotations,
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
-      const torch::Tensor& mask = {}) override {
-    return inner_->forward(annotations, tokens, lengths, mask);
+      const torch::Tensor& mask = {},
+      HardRead read = HardRead::argmax) override {
+    return inner_->forward(annotations, tokens, lengths, mask, read);
   }
   DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override {
     return inner_->init_state(annotations, mask);

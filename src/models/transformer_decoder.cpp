@@ -137,7 +137,8 @@ DecoderOutput TransformerDecoderImpl::forward(
     const torch::Tensor& annotations,
     const torch::Tensor& tokens,
     const torch::Tensor& lengths,
-    const torch::Tensor& mask) {
+    const torch::Tensor& mask,
+    HardRead) {
   checked_lengths(annotations, tokens, lengths);
   if (mask.defined()) throw std::invalid_argument("The Transformer decoder reads whole grids: no mask");
   const int64_t T = tokens.size(1);

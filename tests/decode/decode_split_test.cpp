@@ -1,7 +1,8 @@
 // What decoding a split rests on: annotations_of on a batch whose captions share images (the
 // encoder runs once per image, and, BatchNorm on its running statistics, the annotations and
 // their gradients equal those of encoding every caption's copy of the image), and the
-// log-probability of whole captions under teacher forcing against a hand-set chain.
+// log-probability of whole captions under teacher forcing against a hand-set chain, and hard
+// attention's read in it against a soft decoder with the same weights.
 #include "decode/decode_split.h"
 
 #include <gtest/gtest.h>
@@ -85,13 +86,44 @@ TEST(CaptionLogProbs, SumTheWordsAndTheEnd) {
   const auto annotations = torch::rand({2, 5, 3});
   torch::NoGradGuard no_grad;
   const auto log_probs = caption_log_probs(
-      *decoder, annotations, {0, 1, 1, 0}, {{"a", "c"}, {"b"}, {"b", "c"}, {"zebra"}}, vocabulary);
+      *decoder, annotations, {0, 1, 1, 0}, {{"a", "c"}, {"b"}, {"b", "c"}, {"zebra"}}, vocabulary,
+      HardRead::argmax);
   ASSERT_EQ(log_probs.size(), 4u);
   EXPECT_NEAR(log_probs[0], std::log(0.6) + std::log(0.35), 1e-4);
   EXPECT_NEAR(log_probs[1], std::log(0.4) + std::log(0.9), 1e-4);
   EXPECT_NEAR(log_probs[2], std::log(0.4) + std::log(0.1), 1e-4);
   EXPECT_LT(log_probs[3], -1000.0);
-  EXPECT_TRUE(caption_log_probs(*decoder, annotations, {}, {}, vocabulary).empty());
+  EXPECT_TRUE(caption_log_probs(*decoder, annotations, {}, {}, vocabulary, HardRead::argmax).empty());
+}
+
+TEST(CaptionLogProbs, HardAttentionReadsAsAsked) {
+  // decode.hard_read=expectation reads sum_i alpha_i a_i: a soft decoder with the same weights
+  // scores the same; the default reads alpha's most likely cell, another context.
+  const Vocabulary vocabulary({"a", "b", "c", "d", "e"});
+  DecoderOptions options = testing::tiny_decoder_options();
+  options.vocab_size = vocabulary.size();
+  AttentionLSTMDecoder soft(options);
+  options.attention_mode = AttentionMode::hard;
+  AttentionLSTMDecoder hard(options);
+  torch::NoGradGuard no_grad;
+  const auto source = soft->named_parameters();
+  for (auto& item : hard->named_parameters()) item.value().copy_(source[item.key()]);
+  soft->eval();
+  hard->eval();
+  const auto annotations = torch::randn({2, 5, 6});
+  const std::vector<int64_t> rows{0, 1, 1};
+  const std::vector<std::vector<std::string>> captions{{"a", "c", "e"}, {"b"}, {"d", "d", "a", "b"}};
+  const auto score = [&](AttentionLSTMDecoder& decoder, HardRead read) {
+    return caption_log_probs(*decoder, annotations, rows, captions, vocabulary, read);
+  };
+  const auto reference = score(soft, HardRead::argmax);
+  const auto expectation = score(hard, HardRead::expectation);
+  const auto argmax = score(hard, HardRead::argmax);
+  ASSERT_EQ(expectation.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(expectation[i], reference[i], 1e-6) << i;
+    EXPECT_GT(std::abs(argmax[i] - reference[i]), 1e-4) << i;
+  }
 }
 
 }  // namespace

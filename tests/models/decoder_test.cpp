@@ -574,6 +574,14 @@ TEST_F(DecoderTest, HardAttentionCanDecodeWithTheExpectedContext) {
   // The default reads the chosen cell: another context, other scores.
   const auto chosen = hard->step(hard->init_state(batch.annotations), tokens);
   EXPECT_FALSE(torch::equal(chosen.logits, reference.logits));
+  // The teacher-forced pass reads as asked too (the forced relation choice scores with it).
+  const auto expected_forward =
+      hard->forward(batch.annotations, batch.tokens, batch.lengths, {}, HardRead::expectation);
+  const auto reference_forward = soft->forward(batch.annotations, batch.tokens, batch.lengths);
+  EXPECT_TRUE(torch::equal(expected_forward.logits, reference_forward.logits));
+  EXPECT_FALSE(expected_forward.weights.defined());
+  const auto chosen_forward = hard->forward(batch.annotations, batch.tokens, batch.lengths);
+  EXPECT_FALSE(torch::equal(chosen_forward.logits, reference_forward.logits));
   EXPECT_EQ(parse_hard_read("expectation"), HardRead::expectation);
   EXPECT_THROW(parse_hard_read("sample"), std::invalid_argument);
 }
