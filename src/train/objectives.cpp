@@ -13,7 +13,10 @@ const EnumNames<XentReduction> kXentReductionNames(
     "cross-entropy reduction",
     {{XentReduction::per_caption, "per_caption"}, {XentReduction::per_token, "per_token"}});
 const EnumNames<HardReward> kHardRewardNames(
-    "hard-attention reward", {{HardReward::per_word, "per_word"}, {HardReward::per_caption, "per_caption"}});
+    "hard-attention reward",
+    {{HardReward::per_word, "per_word"},
+     {HardReward::per_caption, "per_caption"},
+     {HardReward::to_go, "to_go"}});
 
 XentReduction parse_xent_reduction(const std::string& name) {
   return kXentReductionNames.parse(name);
@@ -65,7 +68,7 @@ SoftAttentionLoss soft_attention_loss(
   const auto masked = nll * mask;              // [B, T]
 
   SoftAttentionLoss loss;
-  loss.caption_nll = masked.sum(1);  // [B]
+  loss.word_nll = masked;  // [B, T]
   loss.tokens = lengths.sum().item<int64_t>();
   if (reduction == XentReduction::per_caption) {
     loss.xent = masked.sum() / static_cast<double>(batch);
@@ -85,8 +88,22 @@ SoftAttentionLoss soft_attention_loss(
   return loss;
 }
 
+namespace {
+
+// [B, T] to_go's advantage of each location s_bt, (sum_{t' >= t} log p(y_bt') - b (words - t)) /
+// words, 0 past lengths[b]; b on the per-word scale.
+torch::Tensor to_go_advantages(const torch::Tensor& word_rewards, const torch::Tensor& lengths, double b) {
+  const auto words = lengths.to(torch::kDouble).clamp_min(1).unsqueeze(1);                     // [B, 1]
+  const auto mask = step_mask(lengths, word_rewards.size(1)).to(torch::kDouble);               // [B, T]
+  const auto to_go = word_rewards.flip(1).cumsum(1).flip(1);                                   // [B, T]
+  const auto left = words - torch::arange(word_rewards.size(1), mask.options()).unsqueeze(0);  // [B, T]
+  return (to_go - b * left) / words * mask;
+}
+
+}  // namespace
+
 HardAttentionTerms hard_attention_terms(
-    const torch::Tensor& caption_log_likelihood,
+    const torch::Tensor& word_log_likelihood,
     const torch::Tensor& forward_alphas,
     const torch::Tensor& forward_weights,
     const torch::Tensor& expectation_rows,
@@ -108,17 +125,26 @@ HardAttentionTerms hard_attention_terms(
   const auto sampled = expectation_rows.defined()
                            ? expectation_rows.logical_not()
                            : torch::ones({batch}, alphas.options().dtype(torch::kBool));
-  auto reward = caption_log_likelihood.detach().to(torch::kDouble);  // [B]
-  if (options.reward == HardReward::per_word) reward = reward / lengths.to(torch::kDouble).clamp_min(1);
+  const auto word_rewards = word_log_likelihood.detach();
+  auto reward = word_rewards.sum(1).to(torch::kDouble);  // [B]
+  if (options.reward != HardReward::per_caption) reward = reward / lengths.to(torch::kDouble).clamp_min(1);
   const int64_t samples = sampled.sum().item<int64_t>();
   terms.sampled_captions = samples;
   if (samples > 0) {
     terms.reward = reward.masked_select(sampled).mean().item<double>();
     const double b = baseline.value_or(*terms.reward);
-    const auto log_p_locations = masked_sum(weights.detach() * log_alpha);  // [B] log p(s~ | a)
-    const auto advantage = ((reward - b) * sampled.to(torch::kDouble)).to(alphas.dtype());  // [B]
-    terms.reinforce =
-        -options.reinforce_weight * (advantage * log_p_locations).sum() / static_cast<double>(batch);
+    const auto rows = sampled.to(torch::kDouble);
+    torch::Tensor credited;  // [] sum_b sum_t A_bt log p(s~_bt | a)
+    if (options.reward == HardReward::to_go) {
+      auto advantage = (to_go_advantages(word_rewards.to(torch::kDouble), lengths, b) * rows.unsqueeze(1))
+                           .to(alphas.dtype());                                        // [B, T]
+      for (int64_t d = 2; d < alphas.dim(); ++d) advantage = advantage.unsqueeze(-1);  // [B, T, (N,) 1]
+      credited = (advantage * weights.detach() * log_alpha).sum();
+    } else {
+      const auto log_p_locations = masked_sum(weights.detach() * log_alpha);  // [B] log p(s~ | a)
+      credited = (((reward - b) * rows).to(alphas.dtype()) * log_p_locations).sum();
+    }
+    terms.reinforce = -options.reinforce_weight * credited / static_cast<double>(batch);
   } else {
     terms.reinforce = torch::zeros({}, alphas.options());
   }

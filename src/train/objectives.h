@@ -8,9 +8,10 @@
 // variational bound L_s = sum_s p(s | a) log p(y | s, a) is estimated from one sample per caption:
 //     d log p(y | s~, a) + lambda_r (log p(y | s~, a) - b) d log p(s~ | a) + lambda_e d H[s~]
 // with b a moving average of the reward log p(y | s~, a) (or, at the authors' code's scale, of its
-// mean per word: HardReward). The first term is the cross-entropy's gradient
-// (the context of the sampled locations); hard_attention_terms() gives the two others as a
-// surrogate loss whose gradient they are. Captions that read the expected context (the paper does
+// mean per word: HardReward; HardReward::to_go credits each location only with its word and those
+// after it, which it can change, a lower-variance estimate of the same gradient). The first term is the
+// cross-entropy's gradient (the context of the sampled locations); hard_attention_terms() gives the two
+// others as a surrogate loss whose gradient they are. Captions that read the expected context (the paper does
 // so for half of them) add no REINFORCE term, as their context is soft.
 // Shapes: B batch, T steps, V vocab, L locations (multihead alphas [B, T, heads, L] are
 // averaged over heads first for the regularizer).
@@ -33,11 +34,11 @@ XentReduction parse_xent_reduction(const std::string& name);
 std::string to_string(XentReduction reduction);
 
 struct SoftAttentionLoss {
-  torch::Tensor total;        // [] xent + alpha_reg, what is minimized
-  torch::Tensor xent;         // [] cross-entropy over real tokens
-  torch::Tensor caption_nll;  // [B] -log p(y | a) of each caption: the sum over its words
-  torch::Tensor alpha_reg;    // [] lambda * mean_b sum_i (1 - sum_t alpha_bti)^2
-  int64_t tokens = 0;         // real (non-padding) target tokens in the batch
+  torch::Tensor total;      // [] xent + alpha_reg, what is minimized
+  torch::Tensor xent;       // [] cross-entropy over real tokens
+  torch::Tensor word_nll;   // [B, T] -log p(y_t | y_<t, a) of each real word; 0 past lengths[b]
+  torch::Tensor alpha_reg;  // [] lambda * mean_b sum_i (1 - sum_t alpha_bti)^2
+  int64_t tokens = 0;       // real (non-padding) target tokens in the batch
 };
 
 // logits  [B, T, V] scores for the word at each step
@@ -57,6 +58,10 @@ SoftAttentionLoss soft_attention_loss(
 enum class HardReward {
   per_word,     // log p(y | s~, a) / words: the scale of the authors' code (mean cost per step)
   per_caption,  // log p(y | s~, a): eq. 12 as the paper writes it
+  // per_word's scale, location s_t credited with sum_{t' >= t} log p(y_t') / words against
+  // b (words - t) / words: s_t cannot change the words before it, so dropping them keeps the
+  // estimate unbiased and removes their noise (Williams 1992's reward-to-go)
+  to_go,
 };
 HardReward parse_hard_reward(const std::string& name);
 std::string to_string(HardReward reward);
@@ -71,17 +76,20 @@ struct HardAttentionOptions {
 struct HardAttentionTerms {
   torch::Tensor loss;            // [] reinforce - lambda_e * entropy: add it to what is minimized
   torch::Tensor reinforce;       // [] -lambda_r mean_b (R_b - b) log p(s~_b | a) over sampled captions
+                                 //    (to_go: -lambda_r mean_b sum_t A_bt log p(s~_bt | a))
   torch::Tensor entropy;         // [] mean_b sum_t H[alpha_bt] over real steps (and heads)
-  std::optional<double> reward;  // the sampled captions' mean reward R; none if none was sampled
+  std::optional<double> reward;  // the sampled captions' mean reward R (to_go: per word, b's scale);
+                                 // none if none was sampled
   int64_t sampled_captions = 0;  // how many captions R averages
 };
 
-// caption_log_likelihood [B] log p(y | s~, a), the reward's source (a constant for the gradient)
+// word_log_likelihood [B, T] log p(y_t | y_<t, s~, a), 0 past lengths[b]: the reward's source (a
+// constant for the gradient)
 // alphas  [B, T, L] or [B, T, heads, L]; weights: the same shape, one-hot where sampled
 // expectation_rows [B] bool or undefined; lengths [B]; baseline b (nullopt: the batch's own mean
 // reward, for the first step).
 HardAttentionTerms hard_attention_terms(
-    const torch::Tensor& caption_log_likelihood,
+    const torch::Tensor& word_log_likelihood,
     const torch::Tensor& alphas,
     const torch::Tensor& weights,
     const torch::Tensor& expectation_rows,

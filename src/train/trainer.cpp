@@ -316,7 +316,7 @@ torch::Tensor Trainer::xent_objective(const Batch& batch, StepLog& logged) {
         output.logits, targets, steps, output.alphas, options_.alpha_reg, options_.xent_reduction);
     if (output.weights.defined()) {
       hard = hard_attention_terms(
-          -loss->caption_nll, output.alphas, output.weights, output.expectation_rows, steps,
+          -loss->word_nll, output.alphas, output.weights, output.expectation_rows, steps,
           state_.reinforce_baseline, options_.hard);
     }
   }

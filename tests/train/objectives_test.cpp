@@ -51,6 +51,11 @@ TEST(SoftAttentionLoss, NonUniformWordCost) {
   const auto loss = soft_attention_loss(
       example.logits, example.targets, example.lengths, example.alphas, 0.0, XentReduction::per_caption);
   EXPECT_NEAR(loss.xent.item<double>(), expected, 1e-6);
+  // Each real word's cost, 0 past the caption's end.
+  const auto word_cost = torch::tensor(
+      {{std::log(std::exp(2.0) + 3.0) - 2.0, std::log(4.0), std::log(4.0)}, {std::log(4.0), 0.0, 0.0}},
+      torch::kFloat);
+  EXPECT_TRUE(torch::allclose(loss.word_nll, word_cost, 1e-6, 1e-6)) << loss.word_nll;
 }
 
 TEST(SoftAttentionLoss, DoublyStochasticRegularizer) {
@@ -102,7 +107,7 @@ TEST(HardAttentionTerms, ReinforceGradientEstimatesTheExpectedRewardsGradient) {
   const auto sampled = sample_locations(batch);
   // Reward f(s) per location; the estimator is unbiased for any baseline.
   const auto reward_of = torch::tensor({1.0, -2.0, 0.5});
-  const auto rewards = reward_of.index_select(0, sampled.chosen);  // [B]
+  const auto rewards = reward_of.index_select(0, sampled.chosen).unsqueeze(1);  // [B, 1]: one word
   HardAttentionOptions options;
   options.reinforce_weight = 1.0;
   options.entropy_weight = 0.0;
@@ -124,7 +129,7 @@ TEST(HardAttentionTerms, PerWordRewardDividesByTheCaptionsLength) {
   const auto sampled = sample_locations(2);
   const auto alphas = sampled.alphas.expand({2, 4, 3}), weights = sampled.weights.expand({2, 4, 3});
   // log p(y | s, a) of -4 over 2 words and -8 over 4 words: -2 per word for both.
-  const auto log_likelihood = torch::tensor({-4.0, -8.0});
+  const auto log_likelihood = torch::tensor({{-1.0, -3.0, 0.0, 0.0}, {-2.0, -2.0, -1.0, -3.0}});
   const auto lengths = torch::tensor({2, 4}, torch::kLong);
   HardAttentionOptions options;
   options.reward = HardReward::per_word;
@@ -141,11 +146,67 @@ TEST(HardAttentionTerms, PerWordRewardDividesByTheCaptionsLength) {
   EXPECT_THROW(parse_hard_reward("per_token"), std::invalid_argument);
 }
 
+TEST(HardAttentionTerms, ToGoCreditsEachLocationWithItsWordAndThoseAfter) {
+  // Caption 0: words of log p -1, -2, -3 and a padded step; b = -1.5 per word. The rewards to go
+  // are -6, -5, -3 against b times the words left, -4.5, -3, -1.5: advantages -1.5, -2, -1.5,
+  // over 3 words. Caption 1 read the expectation: it adds nothing, but counts in the batch of 2.
+  const auto alphas = torch::tensor(
+      {{{0.5, 0.5}, {0.25, 0.75}, {0.8, 0.2}, {0.5, 0.5}}, {{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}}},
+      torch::kFloat);
+  const auto weights = torch::tensor(
+      {{{1.0, 0.0}, {0.0, 1.0}, {0.0, 1.0}, {1.0, 0.0}}, {{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}}});
+  const auto log_likelihood = torch::tensor({{-1.0, -2.0, -3.0, 0.0}, {-5.0, -5.0, 0.0, 0.0}});
+  HardAttentionOptions options;
+  options.reward = HardReward::to_go;
+  options.reinforce_weight = 1.0;
+  options.entropy_weight = 0.0;
+  const auto terms = hard_attention_terms(
+      log_likelihood, alphas, weights, torch::tensor({false, true}), torch::tensor({3, 2}, torch::kLong),
+      -1.5, options);
+  const double credited = -1.5 / 3 * std::log(0.5) - 2.0 / 3 * std::log(0.75) - 1.5 / 3 * std::log(0.2);
+  EXPECT_NEAR(terms.reinforce.item<double>(), -credited / 2, 1e-6);
+  EXPECT_DOUBLE_EQ(*terms.reward, -2.0);  // per word, b's scale
+  EXPECT_EQ(terms.sampled_captions, 1);
+  EXPECT_EQ(to_string(HardReward::to_go), "to_go");
+}
+
+TEST(HardAttentionTerms, ToGoEstimatesTheExpectedRewardsGradient) {
+  // Two steps over L=3: word 0's log p depends on s_0, word 1's on s_0 and s_1. The estimate is of
+  // d E[(f(s_0) + g(s_0, s_1)) / 2], worked exactly from the two softmaxes.
+  torch::manual_seed(4);
+  const int64_t batch = 200000;
+  const auto first = torch::tensor({0.3, -0.5, 0.9}, torch::requires_grad());
+  const auto second = torch::tensor({-0.2, 0.6, 0.1}, torch::requires_grad());
+  const auto alphas =
+      torch::stack({torch::softmax(first, 0), torch::softmax(second, 0)}).unsqueeze(0).expand({batch, 2, 3});
+  const auto a0 = torch::softmax(first, 0).detach(), a1 = torch::softmax(second, 0).detach();
+  const auto s0 = torch::multinomial(a0, batch, true), s1 = torch::multinomial(a1, batch, true);  // [B]
+  const auto f = torch::tensor({1.0, -2.0, 0.5});
+  const auto g = torch::tensor({{0.5, -1.0, 2.0}, {-1.5, 0.0, 1.0}, {1.0, 1.0, -2.0}});
+  const auto word_log_likelihood = torch::stack({f.index_select(0, s0), g.index({s0, s1})}, 1);  // [B, 2]
+  const auto weights = torch::stack({torch::one_hot(s0, 3), torch::one_hot(s1, 3)}, 1).to(torch::kFloat);
+  HardAttentionOptions options;
+  options.reward = HardReward::to_go;
+  options.reinforce_weight = 1.0;
+  options.entropy_weight = 0.0;
+  hard_attention_terms(
+      word_log_likelihood, alphas, weights, {}, torch::full({batch}, 2, torch::kLong), 0.3, options)
+      .loss.backward();
+  const auto expected_after_first = f + torch::mv(g, a1);   // [3] E[reward | s_0 = j] times 2
+  const auto expected_given_second = torch::mv(g.t(), a0);  // [3] E[g | s_1 = k]
+  const auto exact_first = -(a0 * (expected_after_first - (a0 * expected_after_first).sum())) / 2;
+  const auto exact_second = -(a1 * (expected_given_second - (a1 * expected_given_second).sum())) / 2;
+  EXPECT_TRUE(torch::allclose(first.grad(), exact_first, 0.0, 0.015)) << first.grad() << "\nexpected\n"
+                                                                      << exact_first;
+  EXPECT_TRUE(torch::allclose(second.grad(), exact_second, 0.0, 0.015)) << second.grad() << "\nexpected\n"
+                                                                        << exact_second;
+}
+
 TEST(HardAttentionTerms, EntropyCountsRealStepsOnly) {
   // Caption 0: one real step with alpha (1/2, 1/4, 1/4): H = 1.5 ln 2; its padded step is ignored.
   const auto alphas = torch::tensor({{{0.5, 0.25, 0.25}, {1.0 / 3, 1.0 / 3, 1.0 / 3}}}, torch::kFloat);
   const auto terms = hard_attention_terms(
-      torch::zeros({1}), alphas, alphas, torch::tensor({true}), torch::tensor({1}, torch::kLong), 0.0, {});
+      torch::zeros({1, 2}), alphas, alphas, torch::tensor({true}), torch::tensor({1}, torch::kLong), 0.0, {});
   EXPECT_NEAR(terms.entropy.item<double>(), 1.5 * std::log(2.0), 1e-6);
   EXPECT_NEAR(terms.loss.item<double>(), -0.002 * 1.5 * std::log(2.0), 1e-8);
 }
@@ -156,12 +217,12 @@ TEST(HardAttentionTerms, ExpectationCaptionsAndAConstantRewardAddNothing) {
   const auto lengths = torch::ones({8}, torch::kLong);
   // Every caption read the expectation: no REINFORCE term, no reward for the baseline.
   const auto all_expected = hard_attention_terms(
-      torch::randn({8}), sampled.alphas, sampled.alphas, torch::ones({8}, torch::kBool), lengths, 0.0, {});
+      torch::randn({8, 1}), sampled.alphas, sampled.alphas, torch::ones({8}, torch::kBool), lengths, 0.0, {});
   EXPECT_EQ(all_expected.reinforce.item<double>(), 0.0);
   EXPECT_FALSE(all_expected.reward.has_value());
   // No baseline yet: the batch's mean reward is used, so equal rewards have zero advantage.
   const auto first_step = hard_attention_terms(
-      torch::full({8}, -3.0), sampled.alphas, sampled.weights, {}, lengths, std::nullopt, {});
+      torch::full({8, 1}, -3.0), sampled.alphas, sampled.weights, {}, lengths, std::nullopt, {});
   EXPECT_EQ(first_step.reinforce.item<double>(), 0.0);
   EXPECT_DOUBLE_EQ(*first_step.reward, -3.0);
 }
