@@ -8,9 +8,11 @@
 // `file<TAB>caption` per image on stdout (or one JSON array with --json), one overlay grid PNG
 // per image in --out. A file that cannot be read, or a folder entry that cannot be looked at,
 // is reported on stderr and the others still run; the exit code is then 1. Nothing to caption
-// at all, or an overlay that would replace an input, is refused before anything is written.
+// at all, an overlay that would replace an input, or one that would replace an earlier overlay
+// (unless --replace), is refused before anything is written.
 // visualize: the first n images of a split of the run's dataset, with their references, into
-// <run>/samples/.
+// <run>/visualize/<split>/ or --out; overlays already there (training's own in <run>/samples/,
+// say) are refused before anything is decoded, unless --replace.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -151,6 +153,20 @@ void refuse_overlays_over_inputs(
   }
 }
 
+// Refuses, before anything is written, an overlay that an earlier caption left where this one
+// goes (its captions were in that run's output), unless --replace.
+void refuse_overlays_over_earlier_ones(
+    const std::vector<CaptionInput>& inputs, const std::filesystem::path& out_dir, bool replace) {
+  if (replace) return;
+  for (const auto& input : inputs) {
+    std::error_code unreadable;  // a folder that cannot be looked into holds nothing to keep
+    if (input.overlay.empty() || !std::filesystem::exists(input.overlay, unreadable)) continue;
+    throw ConfigError(
+        "--out " + out_dir.string() + " already holds the overlay " + input.overlay.string() +
+        "; --replace writes over it, --out DIR writes elsewhere");
+  }
+}
+
 // The inputs with their overlays in `out_dir` (named once, before any is written), checked.
 std::vector<CaptionInput> inputs_with_overlays(
     const Invocation& invocation, const std::filesystem::path& out_dir) {
@@ -161,6 +177,7 @@ std::vector<CaptionInput> inputs_with_overlays(
     if (input.problem.empty()) input.overlay = overlay_path(out_dir, input.file, used_names);
   }
   refuse_overlays_over_inputs(inputs, out_dir);
+  refuse_overlays_over_earlier_ones(inputs, out_dir, invocation.has_flag("--replace"));
   return inputs;
 }
 
@@ -258,6 +275,14 @@ int run_visualize(const Job& job) {
   const std::filesystem::path run_dir = required_run(invocation);
   const Split split = parse_split(invocation.flag("--split", "test"));
   const int64_t count = invocation.positive_flag("--n", "16");
+  const std::filesystem::path out_dir =
+      invocation.flag("--out", (run_dir / "visualize" / to_string(split)).string());
+  std::error_code ignored;
+  if (std::filesystem::exists(out_dir / kSamplesIndex, ignored) && !invocation.has_flag("--replace")) {
+    throw std::invalid_argument(
+        (out_dir / kSamplesIndex).string() +
+        " already indexes overlays; --replace writes over them, --out DIR writes elsewhere");
+  }
   TrainedRun run =
       load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const SearchOptions search = search_with_beam_flag(run, invocation);
@@ -267,13 +292,13 @@ int run_visualize(const Job& job) {
   const PreparedDataset data = ensure_prepared(run.dataset, {split});
   const auto images = make_caption_dataset(data.split(split), run.vocabulary, run.dataset.vocabulary);
   const auto written = write_sample_overlays(
-      *run.model, run.vocabulary, *images, count, run.dataset.image, search, viz, run_dir / "samples",
+      *run.model, run.vocabulary, *images, count, run.dataset.image, search, viz, out_dir,
       run.dataset.on_bad_image, run.placement.precision);
   for (const auto& overlay : written) {
     std::cout << overlay.file.string() << "\t" << overlay.caption << "\n";
   }
   log::info() << "Wrote " << written.size() << " overlays of the " << to_string(split) << " split into "
-              << (run_dir / "samples").string();
+              << out_dir.string();
   return 0;
 }
 

@@ -109,13 +109,15 @@ CommandSpec caption_command() {
       "Caption images with a trained run and draw where the model looked.",
       "Captions every image given (files or folders), prints file<TAB>caption and writes overlays;\n"
       "decode.*, viz.* and runtime.* overrides apply, as for eval and visualize. An --out whose\n"
-      "overlays would replace an input is refused. Example:\n"
+      "overlays would replace an input is refused, and one holding earlier overlays of the same\n"
+      "names unless --replace. Example:\n"
       "saccade caption photos/ --run DIR --out overlays/ decode.max_length=12",
       {{"--run", "DIR", "the run folder whose best checkpoint to use"},
        {"--checkpoint", "NAME", "best (default) or last"},
        {"--beam", "K", "beam size"},
        {"--n-best", "N", "with --json: the N best captions of each image (N <= K)"},
        {"--out", "DIR", "where overlays go (default <run>/captions); never over an input"},
+       {"--replace", "", "write over earlier overlays of the same names in that folder"},
        {"--json", "", "machine-readable output"}},
       /*composes_config=*/true,
       /*creates_run_folder=*/false,
@@ -146,14 +148,17 @@ CommandSpec visualize_command() {
   return {
       "visualize",
       "Draw attention overlays for dataset images with their references.",
-      "Writes overlay grids for n images of a split into <run>/samples/, with the references beside\n"
-      "the caption; decode.* overrides apply (greedy unless --beam). Example:\n"
+      "Writes overlay grids for n images of a split into <run>/visualize/<split>/ (or --out), with the\n"
+      "references beside the caption; decode.* overrides apply (greedy unless --beam). Overlays\n"
+      "already in that folder are refused unless --replace. Example:\n"
       "saccade visualize --run DIR --n 8 decode.hard_read=expectation",
       {{"--run", "DIR", "the run folder whose best checkpoint to use"},
        {"--checkpoint", "NAME", "best (default) or last"},
        {"--split", "NAME", "train, val or test (default test)"},
        {"--n", "COUNT", "how many images (default 16)"},
-       {"--beam", "K", "beam size (default 1: greedy)"}},
+       {"--beam", "K", "beam size (default 1: greedy)"},
+       {"--out", "DIR", "where overlays go (default <run>/visualize/<split>)"},
+       {"--replace", "", "write over overlays already in that folder"}},
       /*composes_config=*/true,
       /*creates_run_folder=*/false,
       /*accepts_positional=*/false,

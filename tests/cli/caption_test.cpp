@@ -207,6 +207,37 @@ TEST_F(CaptionTest, FolderIsExpandedSortedIntoTheRunsCaptionsFolder) {
   EXPECT_TRUE(std::filesystem::exists(run_ / "captions/b.png"));
 }
 
+// A second caption into the same folder keeps the first one's overlays unless told to replace
+// them: refused in one line before anything is decoded, even when only one name is taken.
+TEST_F(CaptionTest, EarlierOverlaysAreReplacedOnlyWhenTold) {
+  TempDir inputs;
+  write_png(inputs / "a.png", 48, 48);
+  const auto out = inputs / "o";
+  const auto caption = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"caption",   inputs.path().string(), "--run", run_.string(), "--out",
+                                  out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_saccade(args, work_->path());
+  };
+  ASSERT_EQ(caption({}).exit_code, 0);
+  const std::string first = read_file(out / "a.png");
+  write_png(inputs / "b.png", 32, 32);
+  const auto again = caption({"--beam", "3"});
+  EXPECT_EQ(again.exit_code, 2) << again.err;
+  EXPECT_TRUE(is_last_line(
+      again.err, "saccade: error: --out " + out.string() + " already holds the overlay " +
+                     (out / "a.png").string() + "; --replace writes over it, --out DIR writes elsewhere\n"))
+      << again.err;
+  EXPECT_EQ(again.out, "");
+  EXPECT_EQ(read_file(out / "a.png"), first);
+  EXPECT_FALSE(std::filesystem::exists(out / "b.png"));
+
+  const auto replaced = caption({"--replace"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(caption_lines(replaced.out).size(), 2u) << replaced.out;
+  EXPECT_TRUE(std::filesystem::exists(out / "b.png"));
+}
+
 // An --out whose overlays would replace an input, by its own name or through a linked folder,
 // is refused in one line before anything is written; the input's folder itself is a fine --out
 // when no overlay takes an input's name.
@@ -372,20 +403,50 @@ TEST_F(CaptionTest, JsonListsTheNBestCaptionsLedByTheCaption) {
   EXPECT_NE(n_best[1]["caption"].as<std::string>(), n_best[0]["caption"].as<std::string>());
 }
 
-TEST_F(CaptionTest, VisualizeWritesOverlaysWithReferencesIntoSamples) {
-  // Training already drew a few test images there; count only what visualize writes.
-  remove_tree(run_ / "samples");
-  const auto result = run_saccade(
-      {"visualize", "-cp", (source_dir() / "configs").string(), "--run", run_.string(), "--split", "val",
-       "--n", "3"},
-      work_->path());
+// Visualize writes beside the overlays training drew (which the run's report shows), never over
+// them, and over its own earlier ones only when told to.
+TEST_F(CaptionTest, VisualizeWritesItsOwnFolderAndReplacesOnlyWhenTold) {
+  std::map<std::string, std::string> training_samples;
+  for (const auto& entry : std::filesystem::directory_iterator(run_ / "samples")) {
+    training_samples[entry.path().filename().string()] = read_file(entry.path());
+  }
+  ASSERT_FALSE(training_samples.empty());
+  remove_tree(run_ / "visualize");
+  const std::string configs = (source_dir() / "configs").string();
+  const auto visualize = [&](const std::string& count, std::vector<std::string> extra) {
+    std::vector<std::string> args{"visualize", "-cp", configs, "--run", run_.string(),
+                                  "--split",   "val", "--n",   count};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_saccade(args, work_->path());
+  };
+  const auto result = visualize("3", {});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   int pngs = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(run_ / "samples")) {
+  for (const auto& entry : std::filesystem::directory_iterator(run_ / "visualize" / "val")) {
     if (entry.path().extension() == ".png") ++pngs;
   }
   EXPECT_EQ(pngs, 3);
   EXPECT_EQ(caption_lines(result.out).size(), 3u) << result.out;
+  for (const auto& [name, bytes] : training_samples)
+    EXPECT_EQ(read_file(run_ / "samples" / name), bytes) << name;
+
+  const std::string index = (run_ / "visualize" / "val" / "samples.json").string();
+  const std::string written = read_file(index);
+  const auto again = visualize("2", {});
+  EXPECT_EQ(again.exit_code, 2) << again.out;
+  EXPECT_TRUE(is_last_line(
+      again.err, "saccade: error: " + index +
+                     " already indexes overlays; --replace writes over them, --out DIR writes elsewhere"))
+      << again.err;
+  EXPECT_EQ(read_file(index), written);
+  const auto into_samples = visualize("3", {"--out", (run_ / "samples").string()});
+  EXPECT_EQ(into_samples.exit_code, 2) << into_samples.out;
+  for (const auto& [name, bytes] : training_samples)
+    EXPECT_EQ(read_file(run_ / "samples" / name), bytes) << name;
+
+  const auto replaced = visualize("2", {"--replace"});
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_EQ(YAML::LoadFile(index).size(), 2u);
 }
 
 // Under data.on_bad_image=skip an unreadable image gives its place to the next one; under fail
@@ -403,7 +464,7 @@ TEST_F(CaptionTest, VisualizeSkipsABadImageWhenToldTo) {
   ASSERT_FALSE(first_val.empty());
   write_file(first_val, "\x89PNG\r\n\x1A\n cut off");
   const auto visualize = [&](const std::string& policy) {
-    remove_tree(run_ / "samples");
+    remove_tree(run_ / "visualize");
     return run_saccade(
         {"visualize", "-cp", (source_dir() / "configs").string(), "--run", run_.string(), "--split", "val",
          "--n", "3", "dataset.root=" + world.string(),
@@ -503,9 +564,11 @@ TEST(HardRun, VisualizeReadsTheContextThatDecodeHardReadNames) {
 
   const auto visualize = [&](const std::string& read) {
     const auto result = run_saccade(
-        {"visualize", "--run", run.string(), "--n", "8", "decode.hard_read=" + read}, work.path());
+        {"visualize", "--run", run.string(), "--n", "8", "--out", (work / read).string(),
+         "decode.hard_read=" + read},
+        work.path());
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    return sample_index(run / "samples");
+    return sample_index(work / read);
   };
   const auto chosen_cell = visualize("argmax");
   const auto expected_context = visualize("expectation");

@@ -229,7 +229,7 @@ void expect_beam_eval_and_overlays(const std::filesystem::path& work, const std:
   const auto visualize =
       run_saccade({"visualize", "--run", run.string(), "--split", "test", "--n", "2"}, work);
   ASSERT_EQ(visualize.exit_code, 0) << visualize.err;
-  EXPECT_FALSE(std::filesystem::is_empty(run / "samples"));
+  EXPECT_FALSE(std::filesystem::is_empty(run / "visualize/test"));
 }
 
 TEST(Train, ResumeContinuesExactlyAsAnUninterruptedRun) {
@@ -300,13 +300,13 @@ TEST(Train, RefinerTrainsResumesExactlyFromImagesOrFeaturesAndDrawsItsMaps) {
   const auto visualize =
       run_saccade({"visualize", "--run", run.string(), "--split", "test", "--n", "2"}, work.path());
   ASSERT_EQ(visualize.exit_code, 0) << visualize.err;
-  const std::string index = read_file(run / "samples/samples.json");
+  const std::string index = read_file(run / "visualize/test/samples.json");
   EXPECT_NE(index.find("_refiner.png"), std::string::npos) << index;
   for (const char* drawn : {"000_", "001_"}) {
     const auto at = index.find(std::string("\"refiner_file\": \"") + drawn);
     ASSERT_NE(at, std::string::npos) << index;
     const auto name = index.substr(at + 17, index.find('"', at + 17) - at - 17);
-    EXPECT_TRUE(std::filesystem::exists(run / "samples" / name)) << name;
+    EXPECT_TRUE(std::filesystem::exists(run / "visualize/test" / name)) << name;
   }
 
   // The refiner's run read without one: one line naming the key and both values.
