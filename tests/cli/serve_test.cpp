@@ -168,7 +168,8 @@ TEST_F(ServeTest, CaptionsAsTheCaptionCommandDoes) {
                                      run_.string(),
                                      "--json",
                                      "--out",
-                                     (work_->path() / "overlays").string()};
+                                     (work_->path() / "overlays").string(),
+                                     "--replace"};  // one folder for every case
     args.insert(args.end(), flags.begin(), flags.end());
     const auto printed = run_saccade(args, work_->path());
     ASSERT_EQ(printed.exit_code, 0) << printed.err;
