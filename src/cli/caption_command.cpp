@@ -153,18 +153,13 @@ void refuse_overlays_over_inputs(
   }
 }
 
-// Refuses, before anything is written, an overlay that an earlier caption left where this one
-// goes (its captions were in that run's output), unless --replace.
-void refuse_overlays_over_earlier_ones(
-    const std::vector<CaptionInput>& inputs, const std::filesystem::path& out_dir, bool replace) {
-  if (replace) return;
-  for (const auto& input : inputs) {
-    std::error_code unreadable;  // a folder that cannot be looked into holds nothing to keep
-    if (input.overlay.empty() || !std::filesystem::exists(input.overlay, unreadable)) continue;
-    throw ConfigError(
-        "--out " + out_dir.string() + " already holds the overlay " + input.overlay.string() +
-        "; --replace writes over it, --out DIR writes elsewhere");
-  }
+// Refuses, before anything is written, to write over `earlier`, what an earlier caption or
+// visualize left, unless --replace: `refusal` is the line that says so.
+void keep_earlier_output(
+    const Invocation& invocation, const std::filesystem::path& earlier, const std::string& refusal) {
+  std::error_code unreadable;  // a folder that cannot be looked into holds nothing to keep
+  if (invocation.has_flag("--replace") || !std::filesystem::exists(earlier, unreadable)) return;
+  throw ConfigError(refusal);
 }
 
 // The inputs with their overlays in `out_dir` (named once, before any is written), checked.
@@ -177,7 +172,13 @@ std::vector<CaptionInput> inputs_with_overlays(
     if (input.problem.empty()) input.overlay = overlay_path(out_dir, input.file, used_names);
   }
   refuse_overlays_over_inputs(inputs, out_dir);
-  refuse_overlays_over_earlier_ones(inputs, out_dir, invocation.has_flag("--replace"));
+  for (const auto& input : inputs) {
+    if (input.overlay.empty()) continue;
+    keep_earlier_output(
+        invocation, input.overlay,
+        "--out " + out_dir.string() + " already holds the overlay " + input.overlay.string() +
+            "; --replace writes over it, --out DIR writes elsewhere");
+  }
   return inputs;
 }
 
@@ -277,12 +278,10 @@ int run_visualize(const Job& job) {
   const int64_t count = invocation.positive_flag("--n", "16");
   const std::filesystem::path out_dir =
       invocation.flag("--out", (run_dir / "visualize" / to_string(split)).string());
-  std::error_code ignored;
-  if (std::filesystem::exists(out_dir / kSamplesIndex, ignored) && !invocation.has_flag("--replace")) {
-    throw std::invalid_argument(
-        (out_dir / kSamplesIndex).string() +
-        " already indexes overlays; --replace writes over them, --out DIR writes elsewhere");
-  }
+  keep_earlier_output(
+      invocation, out_dir / kSamplesIndex,
+      (out_dir / kSamplesIndex).string() +
+          " already indexes overlays; --replace writes over them, --out DIR writes elsewhere");
   TrainedRun run =
       load_trained_run(run_dir, job.request(), job.placement, invocation.flag("--checkpoint", "best"));
   const SearchOptions search = search_with_beam_flag(run, invocation);
