@@ -260,12 +260,23 @@ class StepRows {
 
 }  // namespace
 
+torch::Tensor AttentionLSTMDecoderImpl::training_expectation_rows(
+    const torch::Tensor& given, const torch::Tensor& annotations) const {
+  const int64_t B = annotations.size(0);
+  if (!given.defined()) return torch::rand({B}, annotations.options()) < options_.lstm.hard_expectation;
+  TORCH_CHECK(
+      given.dim() == 1 && given.size(0) == B && given.scalar_type() == torch::kBool,
+      "expectation_rows must be [", B, "] bool, got ", given.sizes(), " ", given.scalar_type());
+  return given.to(annotations.device());
+}
+
 DecoderOutput AttentionLSTMDecoderImpl::forward(
     const torch::Tensor& annotations,
     const torch::Tensor& tokens,
     const torch::Tensor& lengths,
     const torch::Tensor& mask,
-    HardRead read) {
+    HardRead read,
+    const torch::Tensor& expectation_rows_given) {
   const std::vector<int64_t> length = checked_lengths(annotations, tokens, lengths);
   const int64_t B = tokens.size(0), T = tokens.size(1), E = options_.lstm.embed_dim,
                 H = options_.lstm.hidden_dim;
@@ -279,7 +290,7 @@ DecoderOutput AttentionLSTMDecoderImpl::forward(
       options_.attention_mode == AttentionMode::hard && (is_training() || read == HardRead::argmax);
   torch::Tensor expectation_rows;  // [B] bool
   if (hard && is_training())
-    expectation_rows = torch::rand({B}, annotations.options()) < options_.lstm.hard_expectation;
+    expectation_rows = training_expectation_rows(expectation_rows_given, annotations);
   const HardContextReader hard_reader(is_training(), sorted(expectation_rows));
   const ContextReader& reader = hard ? static_cast<const ContextReader&>(hard_reader) : soft_context_reader();
   const auto emb = embedding(sorted(tokens).t());  // [T, B, E]  E y_{t-1}

@@ -67,7 +67,8 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
       const torch::Tensor& mask = {},
-      HardRead read = HardRead::argmax) override;
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& expectation_rows = {}) override;
 
   // h_0, c_0 and the attention keys for annotations [B, L, D] (mask as in forward).
   DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
@@ -102,6 +103,9 @@ class AttentionLSTMDecoderImpl : public CaptionDecoderImpl {
   // recurrence() for step(): without autograd (decoding, one call per word) the fused weights are
   // kept between calls while no parameter changed. Not thread-safe.
   Recurrence step_recurrence();
+  // forward's captions that read the expected context in training: `given` (checked), or each of
+  // annotations' B rows with probability hard_expectation.
+  torch::Tensor training_expectation_rows(const torch::Tensor& given, const torch::Tensor& annotations) const;
   // One step for the first n rows of h, c and memory: attention read by `reader`, gate, LSTM.
   CellOutput cell(
       Recurrence& weights,

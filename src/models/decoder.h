@@ -102,12 +102,16 @@ class CaptionDecoderImpl : public torch::nn::Module {
   //   mask        optional [B, L] bool, true = real location (for padded grids)
   //   read        hard attention outside training: what each word reads, as in step (in training,
   //               locations are sampled from alpha); other decoders ignore it
+  //   expectation_rows  hard attention in training: [B] bool, the captions that read the expected
+  //               context (undefined: each with probability decoder.attention.hard_expectation);
+  //               other decoders ignore it
   virtual DecoderOutput forward(
       const torch::Tensor& annotations,
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
       const torch::Tensor& mask = {},
-      HardRead read = HardRead::argmax) = 0;
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& expectation_rows = {}) = 0;
 
   // The state before the first word for annotations [B, L, D] (mask as in forward).
   virtual DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) = 0;
@@ -141,8 +145,9 @@ class ForwardingDecoderImpl : public CaptionDecoderImpl {
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
       const torch::Tensor& mask = {},
-      HardRead read = HardRead::argmax) override {
-    return inner_->forward(annotations, tokens, lengths, mask, read);
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& expectation_rows = {}) override {
+    return inner_->forward(annotations, tokens, lengths, mask, read, expectation_rows);
   }
   DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override {
     return inner_->init_state(annotations, mask);

@@ -138,7 +138,8 @@ DecoderOutput TransformerDecoderImpl::forward(
     const torch::Tensor& tokens,
     const torch::Tensor& lengths,
     const torch::Tensor& mask,
-    HardRead) {
+    HardRead,
+    const torch::Tensor&) {
   checked_lengths(annotations, tokens, lengths);
   if (mask.defined()) throw std::invalid_argument("The Transformer decoder reads whole grids: no mask");
   const int64_t T = tokens.size(1);

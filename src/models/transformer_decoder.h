@@ -99,7 +99,8 @@ class TransformerDecoderImpl : public CaptionDecoderImpl {
       const torch::Tensor& tokens,
       const torch::Tensor& lengths,
       const torch::Tensor& mask = {},
-      HardRead read = HardRead::argmax) override;
+      HardRead read = HardRead::argmax,
+      const torch::Tensor& expectation_rows = {}) override;
   // The grid's keys and values for every layer's cross-attention; no words yet.
   DecoderState init_state(const torch::Tensor& annotations, const torch::Tensor& mask = {}) override;
   // One word per row: position state.steps, attending over the cached keys and values.

@@ -18,6 +18,10 @@ const EnumNames<HardReward> kHardRewardNames(
      {HardReward::per_caption, "per_caption"},
      {HardReward::to_go, "to_go"}});
 
+const EnumNames<HardBaseline> kHardBaselineNames(
+    "hard-attention baseline",
+    {{HardBaseline::moving_average, "moving_average"}, {HardBaseline::expectation, "expectation"}});
+
 XentReduction parse_xent_reduction(const std::string& name) {
   return kXentReductionNames.parse(name);
 }
@@ -32,6 +36,14 @@ HardReward parse_hard_reward(const std::string& name) {
 
 std::string to_string(HardReward reward) {
   return kHardRewardNames.name(reward);
+}
+
+HardBaseline parse_hard_baseline(const std::string& name) {
+  return kHardBaselineNames.parse(name);
+}
+
+std::string to_string(HardBaseline baseline) {
+  return kHardBaselineNames.name(baseline);
 }
 
 namespace {
@@ -109,7 +121,8 @@ HardAttentionTerms hard_attention_terms(
     const torch::Tensor& expectation_rows,
     const torch::Tensor& lengths,
     std::optional<double> baseline,
-    const HardAttentionOptions& options) {
+    const HardAttentionOptions& options,
+    const torch::Tensor& baseline_word_log_likelihood) {
   TORCH_CHECK(
       forward_alphas.sizes() == forward_weights.sizes(), "alphas and weights must have the same shape");
   const auto alphas = at_least_float(forward_alphas), weights = at_least_float(forward_weights);
@@ -125,24 +138,32 @@ HardAttentionTerms hard_attention_terms(
   const auto sampled = expectation_rows.defined()
                            ? expectation_rows.logical_not()
                            : torch::ones({batch}, alphas.options().dtype(torch::kBool));
+  const auto caption_reward = [&](const torch::Tensor& word_rewards) {  // [B, T] -> [B] R
+    const auto sum = word_rewards.sum(1).to(torch::kDouble);
+    return options.reward == HardReward::per_caption ? sum : sum / lengths.to(torch::kDouble).clamp_min(1);
+  };
   const auto word_rewards = word_log_likelihood.detach();
-  auto reward = word_rewards.sum(1).to(torch::kDouble);  // [B]
-  if (options.reward != HardReward::per_caption) reward = reward / lengths.to(torch::kDouble).clamp_min(1);
+  const auto reward = caption_reward(word_rewards);  // [B]
+  // What the locations are credited with before b: the reward, or with a baseline caption its
+  // excess over that caption's, b being 0 then.
+  const bool paired = baseline_word_log_likelihood.defined();
+  const auto credited_words = paired ? word_rewards - baseline_word_log_likelihood.detach() : word_rewards;
+  const auto credited_reward = paired ? caption_reward(credited_words) : reward;  // [B]
   const int64_t samples = sampled.sum().item<int64_t>();
   terms.sampled_captions = samples;
   if (samples > 0) {
     terms.reward = reward.masked_select(sampled).mean().item<double>();
-    const double b = baseline.value_or(*terms.reward);
+    const double b = paired ? 0.0 : baseline.value_or(*terms.reward);
     const auto rows = sampled.to(torch::kDouble);
     torch::Tensor credited;  // [] sum_b sum_t A_bt log p(s~_bt | a)
     if (options.reward == HardReward::to_go) {
-      auto advantage = (to_go_advantages(word_rewards.to(torch::kDouble), lengths, b) * rows.unsqueeze(1))
+      auto advantage = (to_go_advantages(credited_words.to(torch::kDouble), lengths, b) * rows.unsqueeze(1))
                            .to(alphas.dtype());                                        // [B, T]
       for (int64_t d = 2; d < alphas.dim(); ++d) advantage = advantage.unsqueeze(-1);  // [B, T, (N,) 1]
       credited = (advantage * weights.detach() * log_alpha).sum();
     } else {
       const auto log_p_locations = masked_sum(weights.detach() * log_alpha);  // [B] log p(s~ | a)
-      credited = (((reward - b) * rows).to(alphas.dtype()) * log_p_locations).sum();
+      credited = (((credited_reward - b) * rows).to(alphas.dtype()) * log_p_locations).sum();
     }
     terms.reinforce = -options.reinforce_weight * credited / static_cast<double>(batch);
   } else {

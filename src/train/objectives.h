@@ -9,7 +9,8 @@
 //     d log p(y | s~, a) + lambda_r (log p(y | s~, a) - b) d log p(s~ | a) + lambda_e d H[s~]
 // with b a moving average of the reward log p(y | s~, a) (or, at the authors' code's scale, of its
 // mean per word: HardReward; HardReward::to_go credits each location only with its word and those
-// after it, which it can change, a lower-variance estimate of the same gradient). The first term is the
+// after it, which it can change, a lower-variance estimate of the same gradient), or the same
+// caption's log-likelihood read with the expected context (HardBaseline::expectation). The first term is the
 // cross-entropy's gradient (the context of the sampled locations); hard_attention_terms() gives the two
 // others as a surrogate loss whose gradient they are. Captions that read the expected context (the paper does
 // so for half of them) add no REINFORCE term, as their context is soft.
@@ -66,8 +67,21 @@ enum class HardReward {
 HardReward parse_hard_reward(const std::string& name);
 std::string to_string(HardReward reward);
 
+// What a sampled caption's reward is measured against.
+enum class HardBaseline {
+  moving_average,  // b, a moving average of the sampled captions' mean reward (the authors' code)
+  // the same caption reading the expected context, word by word: R and its credit are computed
+  // from log p(y_t | s~, a) - log p(y_t | E[s], a), and b is 0. The trainer decodes every caption
+  // both ways (Rennie et al. 2017's self-critical baseline, with the expectation as the test-time
+  // reading's stand-in).
+  expectation,
+};
+HardBaseline parse_hard_baseline(const std::string& name);
+std::string to_string(HardBaseline baseline);
+
 struct HardAttentionOptions {
   HardReward reward = HardReward::per_word;
+  HardBaseline baseline = HardBaseline::moving_average;  // the trainer's choice of what it passes
   double reinforce_weight = 0.1;  // lambda_r (the authors' code divides the reward by 10)
   double entropy_weight = 0.002;  // lambda_e (the authors' code)
   double baseline_decay = 0.9;    // b_k = decay * b_{k-1} + (1 - decay) * mean log p(y | s~, a)
@@ -88,6 +102,8 @@ struct HardAttentionTerms {
 // alphas  [B, T, L] or [B, T, heads, L]; weights: the same shape, one-hot where sampled
 // expectation_rows [B] bool or undefined; lengths [B]; baseline b (nullopt: the batch's own mean
 // reward, for the first step).
+// baseline_word_log_likelihood [B, T], given with HardBaseline::expectation: each row's baseline
+// word by word (the same caption reading the expected context), in place of b.
 HardAttentionTerms hard_attention_terms(
     const torch::Tensor& word_log_likelihood,
     const torch::Tensor& alphas,
@@ -95,7 +111,8 @@ HardAttentionTerms hard_attention_terms(
     const torch::Tensor& expectation_rows,
     const torch::Tensor& lengths,
     std::optional<double> baseline,
-    const HardAttentionOptions& options);
+    const HardAttentionOptions& options,
+    const torch::Tensor& baseline_word_log_likelihood = {});
 
 // [B, T] float mask, 1 where t < lengths[b].
 torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps);

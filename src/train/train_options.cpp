@@ -84,6 +84,7 @@ TrainOptions train_options_from(const Config& config) {
   options.hard.reinforce_weight = config.get<double>("train.hard.reinforce_weight");
   options.hard.entropy_weight = config.get<double>("train.hard.entropy_weight");
   options.hard.baseline_decay = config.get<double>("train.hard.baseline_decay");
+  options.hard.baseline = config.get_parsed("train.hard.baseline", parse_hard_baseline);
   options.xent_reduction = config.get_parsed("train.xent_reduction", parse_xent_reduction);
   options.log_every = config.get<int64_t>("train.log_every");
   options.max_steps_per_epoch = config.get<int64_t>("train.max_steps_per_epoch");

@@ -126,6 +126,13 @@ void validate(const TrainerSetup& setup) {
         "train.objective=scst and dataset.augment.hflip cannot be combined: the rewards score captions of "
         "flipped images against unflipped references. HINT: set dataset.augment.hflip=0");
   }
+  if (decoder.attention_mode == AttentionMode::hard && train.hard.baseline == HardBaseline::expectation &&
+      decoder.lstm.hard_expectation != 0.5) {
+    throw std::invalid_argument(
+        "train.hard.baseline=expectation decodes every caption once sampled and once reading the expected "
+        "context, so it cannot go with decoder.attention.hard_expectation=" +
+        MetricsCsv::number(decoder.lstm.hard_expectation) + ". HINT: leave hard_expectation at 0.5");
+  }
 }
 
 Trainer::Trainer(const TrainerSetup& setup) : setup_(setup), options_(setup_.train) {
@@ -301,23 +308,33 @@ void Trainer::train_epoch(int64_t epoch) {
 
 torch::Tensor Trainer::xent_objective(const Batch& batch, StepLog& logged) {
   const auto device = setup_.placement.device;
-  const auto tokens = batch.tokens.to(device, /*non_blocking=*/true);
+  // With hard attention's expectation baseline every caption is decoded twice: rows [0, B) sample
+  // their locations, rows [B, 2B) read the expected context and are the baseline of rows [0, B).
+  const bool paired = model_->decoder->options().attention_mode == AttentionMode::hard &&
+                      options_.hard.baseline == HardBaseline::expectation;
+  const auto twice = [&](const torch::Tensor& x) { return paired ? torch::cat({x, x}) : x; };
+  const auto tokens = twice(batch.tokens.to(device, /*non_blocking=*/true));
   // Inputs are <start> w1 .. wn, targets w1 .. wn <end>: the same row shifted by one.
-  const auto inputs = tokens.slice(1, 0, -1);                              // [B, T-1]
-  const auto targets = tokens.slice(1, 1);                                 // [B, T-1]
-  const auto steps = batch.lengths.to(device, /*non_blocking=*/true) - 1;  // [B]
+  const auto inputs = tokens.slice(1, 0, -1);                                     // [B, T-1]
+  const auto targets = tokens.slice(1, 1);                                        // [B, T-1]
+  const auto steps = twice(batch.lengths.to(device, /*non_blocking=*/true) - 1);  // [B]
+  const auto expectation_rows =
+      paired ? torch::arange(steps.size(0), steps.options()) >= batch.size() : torch::Tensor();
   std::optional<SoftAttentionLoss> loss;
   std::optional<HardAttentionTerms> hard;
   {
     const Autocast autocast(setup_.placement);  // the forward pass and the objective; backward outside
-    const auto annotations = annotations_of(*model_, batch, *train_set_, train_features_.get());  // [B, L, D]
-    const DecoderOutput output = model_->decoder->forward(annotations, inputs, steps);
+    const auto annotations = twice(annotations_of(*model_, batch, *train_set_, train_features_.get()));
+    const DecoderOutput output =
+        model_->decoder->forward(annotations, inputs, steps, {}, HardRead::argmax, expectation_rows);
     loss = soft_attention_loss(
         output.logits, targets, steps, output.alphas, options_.alpha_reg, options_.xent_reduction);
     if (output.weights.defined()) {
+      const auto word_log_likelihood = -loss->word_nll;  // [B, T]
       hard = hard_attention_terms(
-          -loss->word_nll, output.alphas, output.weights, output.expectation_rows, steps,
-          state_.reinforce_baseline, options_.hard);
+          word_log_likelihood, output.alphas, output.weights, output.expectation_rows, steps,
+          state_.reinforce_baseline, options_.hard,
+          paired ? word_log_likelihood.roll(batch.size(), 0) : torch::Tensor());
     }
   }
   torch::Tensor total = hard ? loss->total + hard->loss : loss->total;

@@ -252,6 +252,27 @@ TEST(Train, HardAttentionTrainsWithReinforceAndResumesExactly) {
   expect_exact_resume({"decoder.attention.mode=hard"});
 }
 
+// Every caption decoded twice, its sampled reading measured against its expectation reading.
+TEST(Train, HardAttentionAgainstTheExpectationBaselineResumesExactly) {
+  const std::vector<std::string> paired = {
+      "decoder.attention.mode=hard", "train.hard.baseline=expectation", "train.hard.reward=to_go"};
+  expect_exact_resume(paired);
+  TempDir work;
+  auto mixed = paired;
+  mixed.push_back("decoder.attention.hard_expectation=0.25");
+  mixed.push_back("run.dir=" + (work / "run").string());
+  const auto refused = train_smoke(work.path(), mixed);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(
+      refused.err.find(
+          "train.hard.baseline=expectation decodes every caption once sampled and once reading the "
+          "expected context, so it cannot go with decoder.attention.hard_expectation=0.25"),
+      std::string::npos)
+      << refused.err;
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(work / "run"));
+}
+
 TEST(Train, LocalAttentionTrainsResumesExactlyAndDecodesWithBeamsAndOverlays) {
   const std::vector<std::string> local = {"decoder.attention.kind=local", "decoder.attention.window=1"};
   expect_exact_resume(local);

@@ -623,17 +623,13 @@ TEST_F(DecoderTest, OptionsFromTheSoftConfig) {
   }
 }
 
-TEST_F(DecoderTest, HardAttentionReadsOneLocationPerSampledCaption) {
-  auto options = small_options();
-  options.attention_mode = AttentionMode::hard;
-  options.lstm.hard_expectation = 0.5;
-  AttentionLSTMDecoder decoder(options);
-  const auto batch = small_batch();
-  const auto out = decoder->forward(batch.annotations, batch.tokens, batch.lengths);
+// In training, each of small_batch()'s captions read either alpha (its expectation row is set)
+// or one location per step; padded steps read nothing.
+void expect_hard_reads(const DecoderOutput& out, const torch::Tensor& lengths) {
   ASSERT_TRUE(out.weights.defined());
   ASSERT_EQ(out.expectation_rows.sizes(), torch::IntArrayRef({3}));
   for (int64_t b = 0; b < 3; ++b) {
-    const int64_t length = batch.lengths[b].item<int64_t>();
+    const int64_t length = lengths[b].item<int64_t>();
     const auto real = out.weights[b].narrow(0, 0, length);  // [n, L]
     if (out.expectation_rows[b].item<bool>()) {
       EXPECT_TRUE(torch::equal(real, out.alphas[b].narrow(0, 0, length))) << b;
@@ -643,6 +639,39 @@ TEST_F(DecoderTest, HardAttentionReadsOneLocationPerSampledCaption) {
     }
     EXPECT_EQ(out.weights[b].narrow(0, length, 4 - length).abs().sum().item<float>(), 0.0f) << b;
   }
+}
+
+TEST_F(DecoderTest, HardAttentionReadsOneLocationPerSampledCaption) {
+  auto options = small_options();
+  options.attention_mode = AttentionMode::hard;
+  options.lstm.hard_expectation = 0.5;
+  AttentionLSTMDecoder decoder(options);
+  const auto batch = small_batch();
+  expect_hard_reads(decoder->forward(batch.annotations, batch.tokens, batch.lengths), batch.lengths);
+}
+
+// The trainer's expectation baseline chooses which captions read the expectation.
+TEST_F(DecoderTest, HardAttentionReadsTheExpectationInTheCaptionsItIsGiven) {
+  auto options = small_options();
+  options.attention_mode = AttentionMode::hard;
+  options.lstm.hard_expectation = 0.0;  // would sample every caption
+  AttentionLSTMDecoder decoder(options);
+  const auto batch = small_batch();
+  for (const auto& given : {torch::tensor({true, false, true}), torch::tensor({false, true, false})}) {
+    const auto out =
+        decoder->forward(batch.annotations, batch.tokens, batch.lengths, {}, HardRead::argmax, given);
+    EXPECT_TRUE(torch::equal(out.expectation_rows, given)) << out.expectation_rows;
+    expect_hard_reads(out, batch.lengths);
+  }
+  EXPECT_THROW(
+      decoder->forward(
+          batch.annotations, batch.tokens, batch.lengths, {}, HardRead::argmax, torch::ones({3})),
+      c10::Error);
+  EXPECT_THROW(
+      decoder->forward(
+          batch.annotations, batch.tokens, batch.lengths, {}, HardRead::argmax,
+          torch::ones({2}, torch::kBool)),
+      c10::Error);
 }
 
 TEST_F(DecoderTest, HardAttentionDecodesTheMostLikelyLocationStepByStep) {

@@ -146,22 +146,30 @@ TEST(HardAttentionTerms, PerWordRewardDividesByTheCaptionsLength) {
   EXPECT_THROW(parse_hard_reward("per_token"), std::invalid_argument);
 }
 
+// Caption 0 sampled locations 0, 1, 1 (alpha 0.5, 0.75, 0.2) for words of log p -1, -2, -3, then a
+// padded step; caption 1, 2 real words, read the expected context. L=2 locations.
+struct TwoSampledCaptions {
+  torch::Tensor alphas = torch::tensor(
+      {{{0.5, 0.5}, {0.25, 0.75}, {0.8, 0.2}, {0.5, 0.5}}, {{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}}},
+      torch::kFloat);
+  torch::Tensor weights = torch::tensor(
+      {{{1.0, 0.0}, {0.0, 1.0}, {0.0, 1.0}, {1.0, 0.0}}, {{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}}});
+  torch::Tensor log_likelihood = torch::tensor({{-1.0, -2.0, -3.0, 0.0}, {-5.0, -5.0, 0.0, 0.0}});
+  torch::Tensor lengths = torch::tensor({3, 2}, torch::kLong);
+  torch::Tensor expectation_rows = torch::tensor({false, true});
+};
+
 TEST(HardAttentionTerms, ToGoCreditsEachLocationWithItsWordAndThoseAfter) {
   // Caption 0: words of log p -1, -2, -3 and a padded step; b = -1.5 per word. The rewards to go
   // are -6, -5, -3 against b times the words left, -4.5, -3, -1.5: advantages -1.5, -2, -1.5,
   // over 3 words. Caption 1 read the expectation: it adds nothing, but counts in the batch of 2.
-  const auto alphas = torch::tensor(
-      {{{0.5, 0.5}, {0.25, 0.75}, {0.8, 0.2}, {0.5, 0.5}}, {{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}}},
-      torch::kFloat);
-  const auto weights = torch::tensor(
-      {{{1.0, 0.0}, {0.0, 1.0}, {0.0, 1.0}, {1.0, 0.0}}, {{1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}, {1.0, 0.0}}});
-  const auto log_likelihood = torch::tensor({{-1.0, -2.0, -3.0, 0.0}, {-5.0, -5.0, 0.0, 0.0}});
+  const TwoSampledCaptions captions;
   HardAttentionOptions options;
   options.reward = HardReward::to_go;
   options.reinforce_weight = 1.0;
   options.entropy_weight = 0.0;
   const auto terms = hard_attention_terms(
-      log_likelihood, alphas, weights, torch::tensor({false, true}), torch::tensor({3, 2}, torch::kLong),
+      captions.log_likelihood, captions.alphas, captions.weights, captions.expectation_rows, captions.lengths,
       -1.5, options);
   const double credited = -1.5 / 3 * std::log(0.5) - 2.0 / 3 * std::log(0.75) - 1.5 / 3 * std::log(0.2);
   EXPECT_NEAR(terms.reinforce.item<double>(), -credited / 2, 1e-6);
@@ -200,6 +208,62 @@ TEST(HardAttentionTerms, ToGoEstimatesTheExpectedRewardsGradient) {
                                                                       << exact_first;
   EXPECT_TRUE(torch::allclose(second.grad(), exact_second, 0.0, 0.015)) << second.grad() << "\nexpected\n"
                                                                         << exact_second;
+}
+
+TEST(HardAttentionTerms, ExpectationBaselineCreditsTheExcessOverTheSameCaption) {
+  // Caption 0 as in the test above, log p -1, -2, -3; read with the expected context, the same
+  // words had -1.5, -1, -2.5: excesses 0.5, -1, -0.5. The moving baseline (100) plays no part.
+  const TwoSampledCaptions captions;
+  const auto expected_context = torch::tensor({{-1.5, -1.0, -2.5, 0.0}, {-7.0, -1.0, 0.0, 0.0}});
+  HardAttentionOptions options;
+  options.reinforce_weight = 1.0;
+  options.entropy_weight = 0.0;
+  const auto reinforce = [&](HardReward reward) {
+    options.reward = reward;
+    const auto terms = hard_attention_terms(
+        captions.log_likelihood, captions.alphas, captions.weights, captions.expectation_rows,
+        captions.lengths, 100.0, options, expected_context);
+    EXPECT_DOUBLE_EQ(*terms.reward, reward == HardReward::per_caption ? -6.0 : -2.0);  // the reward itself
+    return terms.reinforce.item<double>();
+  };
+  const double log_p_locations = std::log(0.5) + std::log(0.75) + std::log(0.2);
+  // Excesses to go -1, -1.5, -0.5 over 3 words; per word -1/3 in all; per caption -1. Batch of 2.
+  const double to_go = -1.0 / 3 * std::log(0.5) - 1.5 / 3 * std::log(0.75) - 0.5 / 3 * std::log(0.2);
+  EXPECT_NEAR(reinforce(HardReward::to_go), -to_go / 2, 1e-6);
+  EXPECT_NEAR(reinforce(HardReward::per_word), 1.0 / 3 * log_p_locations / 2, 1e-6);
+  EXPECT_NEAR(reinforce(HardReward::per_caption), 1.0 * log_p_locations / 2, 1e-6);
+  EXPECT_EQ(parse_hard_baseline("expectation"), HardBaseline::expectation);
+  EXPECT_EQ(to_string(HardBaseline::moving_average), "moving_average");
+  EXPECT_THROW(parse_hard_baseline("greedy"), std::invalid_argument);
+}
+
+TEST(HardAttentionTerms, ExpectationBaselineRemovesTheCaptionsOwnNoise) {
+  // R = f(s) + n_b, n_b ~ N(0, 10^2) a caption's difficulty that the same caption read with the
+  // expected context shares. Against it the estimate stays unbiased and is far closer to the exact
+  // gradient than against a constant b.
+  torch::manual_seed(5);
+  const int64_t batch = 200000;
+  const auto sampled = sample_locations(batch);
+  const auto reward_of = torch::tensor({1.0, -2.0, 0.5});
+  const auto difficulty = 10.0 * torch::randn({batch, 1});
+  const auto rewards = reward_of.index_select(0, sampled.chosen).unsqueeze(1) + difficulty;  // [B, 1]
+  const auto alpha = torch::softmax(sampled.logits, 0).detach();
+  const auto exact = -(alpha * (reward_of - (alpha * reward_of).sum()));
+  HardAttentionOptions options;
+  options.reinforce_weight = 1.0;
+  options.entropy_weight = 0.0;
+  const auto error = [&](const torch::Tensor& baseline_words) {
+    sampled.logits.mutable_grad() = torch::Tensor();
+    const auto alphas = torch::softmax(sampled.logits, 0).expand({batch, 1, 3});
+    hard_attention_terms(
+        rewards, alphas, sampled.weights, {}, torch::ones({batch}, torch::kLong), 0.7, options,
+        baseline_words)
+        .loss.backward();
+    return (sampled.logits.grad() - exact).abs().max().item<double>();
+  };
+  const double paired = error(difficulty);
+  EXPECT_LT(paired, 0.005);
+  EXPECT_GT(error({}), 2 * paired);
 }
 
 TEST(HardAttentionTerms, EntropyCountsRealStepsOnly) {
