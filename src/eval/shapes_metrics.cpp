@@ -92,6 +92,50 @@ bool relation_holds(const std::string& relation, const ShapesObject& a, const Sh
   return b.y1 <= a.y0;  // below
 }
 
+// The relation of `a` toward its side with the most free room in an image of `width` x `height`
+// (ties in kRelations' order): where another object most likely stands, judged from `a` alone.
+const char* roomiest_relation(const ShapesObject& a, float width, float height) {
+  const std::array<float, 4> room = {width - a.x1, a.x0, height - a.y1, a.y0};  // kRelations' order
+  return kRelations[static_cast<size_t>(std::max_element(room.begin(), room.end()) - room.begin())];
+}
+
+// The share of a two-object image's ordered pairs (A, B) whose room relation of A holds toward B.
+double room_baseline(const std::vector<ShapesObject>& objects, const AttentionGrid& grid) {
+  double hits = 0;
+  for (size_t a = 0; a < 2; ++a) {
+    const ShapesObject& first = objects[a];
+    hits +=
+        relation_holds(roomiest_relation(first, grid.image_width, grid.image_height), first, objects[1 - a]);
+  }
+  return hits / 2;
+}
+
+// Relation accuracy: each stated relation, true when some object matching its first mention and
+// a different one matching its second stand in it; images of two objects also apart.
+void add_relations(
+    ShapesTally& tally,
+    const std::vector<ShapesObject>& objects,
+    const Parsed& parsed,
+    const AttentionGrid& grid) {
+  for (size_t r = 0; r < parsed.relations.size(); ++r) {
+    const Mention& a = parsed.mentions[parsed.relation_first[r]];
+    const Mention& b = parsed.mentions[parsed.relation_first[r] + 1];
+    bool holds = false;
+    for (size_t i = 0; i < objects.size() && !holds; ++i) {
+      for (size_t j = 0; j < objects.size() && !holds; ++j) {
+        holds = i != j && a.matches(objects[i]) && b.matches(objects[j]) &&
+                relation_holds(parsed.relations[r], objects[i], objects[j]);
+      }
+    }
+    ++tally.relations;
+    tally.relations_true += holds;
+    if (objects.size() != 2) continue;
+    ++tally.pair_relations;
+    tally.pair_relations_true += holds;
+    tally.pair_relations_room += room_baseline(objects, grid);
+  }
+}
+
 // "a <color> <shape> <relation words> a <color> <shape>", as the generator words it.
 std::vector<std::string> relation_caption(
     const ShapesObject& a, const std::string& relation, const ShapesObject& b) {
@@ -210,19 +254,7 @@ void add_shapes_caption(
   }
   tally.objects += static_cast<int64_t>(objects.size());
   tally.objects_named += std::count(named.begin(), named.end(), 1);
-  for (size_t r = 0; r < parsed.relations.size(); ++r) {
-    const Mention& a = parsed.mentions[parsed.relation_first[r]];
-    const Mention& b = parsed.mentions[parsed.relation_first[r] + 1];
-    bool holds = false;
-    for (size_t i = 0; i < objects.size() && !holds; ++i) {
-      for (size_t j = 0; j < objects.size() && !holds; ++j) {
-        holds = i != j && a.matches(objects[i]) && b.matches(objects[j]) &&
-                relation_holds(parsed.relations[r], objects[i], objects[j]);
-      }
-    }
-    ++tally.relations;
-    tally.relations_true += holds;
-  }
+  add_relations(tally, objects, parsed, grid);
 }
 
 std::vector<RelationProbe> relation_probes(const std::vector<ShapesObject>& objects) {
@@ -277,6 +309,9 @@ ShapesScores finish(const ShapesTally& tally) {
   scores.object_recall = ratio(static_cast<double>(tally.objects_named), tally.objects);
   scores.relations = tally.relations;
   scores.relation_accuracy = ratio(static_cast<double>(tally.relations_true), tally.relations);
+  scores.pair_relations = tally.pair_relations;
+  scores.pair_relation_accuracy = ratio(static_cast<double>(tally.pair_relations_true), tally.pair_relations);
+  scores.pair_relation_room_baseline = ratio(tally.pair_relations_room, tally.pair_relations);
   scores.relation_choices = tally.relation_choices;
   scores.relation_choice_accuracy = ratio(tally.relation_choices_won, tally.relation_choices);
   return scores;
@@ -303,13 +338,20 @@ std::string describe(const ShapesScores& scores) {
                std::to_string(scores.pointing_words_by_kind[kind]) + ")" +
                (kind + 1 == kPointingWordKinds ? "\n" : "");
   }
+  // The two-object split only where such an image stated a relation.
+  const std::string pairs = scores.pair_relations == 0
+                                ? std::string()
+                                : "    two objects      " + number(scores.pair_relation_accuracy) +
+                                      "  (the first object's room alone " +
+                                      number(scores.pair_relation_room_baseline) + ", " +
+                                      std::to_string(scores.pair_relations) + " relations)\n";
   return "  pointing game      " + number(scores.pointing_accuracy) + "  (random attention " +
          number(scores.pointing_baseline) + ", " + std::to_string(scores.pointing_words) + " words)\n" +
          by_kind + "  content accuracy   " + number(scores.content_accuracy) + "  (" +
          std::to_string(scores.object_mentions) + " object mentions)\n" + "  object recall      " +
          number(scores.object_recall) + "  (" + std::to_string(scores.objects) + " objects)\n" +
          "  relation accuracy  " + number(scores.relation_accuracy) + "  (" +
-         std::to_string(scores.relations) + " relations)\n" + "  relation choice    " +
+         std::to_string(scores.relations) + " relations)\n" + pairs + "  relation choice    " +
          number(scores.relation_choice_accuracy) + "  (chance " + number(kRelationChoiceChance) + ", " +
          std::to_string(scores.relation_choices) + " pairs)\n";
 }

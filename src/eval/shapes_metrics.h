@@ -32,6 +32,11 @@
 //    between two mentions; true when some object matching A and a different one matching B
 //    stand in that relation, with the generator's definition on boxes [x0, x1) x [y0, y1):
 //    left: A.x1 <= B.x0; right: B.x1 <= A.x0; above: A.y1 <= B.y0; below: B.y1 <= A.y0.
+//    Also scored apart for images of exactly two objects, beside what the first object's
+//    position alone would state there: the relation toward the side of A with the most room
+//    ("A left of B" when the widest free margin is A's right one), averaged over the image's two
+//    orderings. A decoder that states no more than that baseline decides its relations without
+//    looking at the second object.
 // And one that does not depend on what the model chooses to say:
 //  - Relation choice (a forced choice): for each true relation between two objects that their
 //    colour and shape name unambiguously, the model's log-probability of the caption stating it ("a red
@@ -92,6 +97,9 @@ struct ShapesTally {
   int64_t objects_named = 0;        // ... that the caption names with their colour and shape
   int64_t relations = 0;            // relations stated
   int64_t relations_true = 0;       // ... that hold
+  int64_t pair_relations = 0;       // relations stated in images of exactly two objects
+  int64_t pair_relations_true = 0;  // ... that hold
+  double pair_relations_room = 0;   // sum over those of the room baseline's hit rate in the image
   int64_t relation_choices = 0;     // forced choices between a true relation and its swap
   double relation_choices_won = 0;  // ... where the true one was more probable (ties: 1/2)
 };
@@ -113,6 +121,9 @@ struct ShapesScores {
   int64_t objects = 0;
   std::optional<double> relation_accuracy;
   int64_t relations = 0;
+  std::optional<double> pair_relation_accuracy;       // in images of exactly two objects
+  std::optional<double> pair_relation_room_baseline;  // the first object's room alone, same relations
+  int64_t pair_relations = 0;
   std::optional<double> relation_choice_accuracy;
   int64_t relation_choices = 0;
 };

@@ -80,6 +80,9 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
          {"objects", shapes.objects},
          {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
          {"relations", shapes.relations},
+         {"pair_relation_accuracy", Json::number_or_null(shapes.pair_relation_accuracy)},
+         {"pair_relation_room_baseline", Json::number_or_null(shapes.pair_relation_room_baseline)},
+         {"pair_relations", shapes.pair_relations},
          {"relation_choice_accuracy", Json::number_or_null(shapes.relation_choice_accuracy)},
          {"relation_choices", shapes.relation_choices},
          {"relation_choice_chance", kRelationChoiceChance}});

@@ -80,6 +80,36 @@ TEST(ShapesMetrics, HandWorkedSplit) {
   EXPECT_DOUBLE_EQ(scores.object_recall.value(), 6.0 / 18.0);
 }
 
+// Relations in images of two objects, apart, beside the side of the first object with the most
+// room. Diagonal: circle [4,14)^2, square [40,54)^2; the circle's widest margins are its right
+// (64 - 14 = 50) and its bottom (50), the tie going to "left" (circle left of square: 14 <= 40,
+// holds); the square's are its left and top (40), "right" (square right of circle: holds). So
+// the room relation holds 2 ways of 2. Column: the square [4,14) x [40,54) under the circle; the
+// circle's widest margins are again its right and bottom (50), the tie going to "left", and the
+// square's is its right (50): "left" holds neither way, 0 of 2.
+TEST(ShapesMetrics, TwoObjectRelationsBesideTheFirstObjectsRoom) {
+  const std::vector<ShapesObject> diagonal = {
+      {"circle", "red", "small", 4, 4, 14, 14}, {"square", "blue", "small", 40, 40, 54, 54}};
+  const std::vector<ShapesObject> column = {
+      {"circle", "red", "small", 4, 4, 14, 14}, {"square", "blue", "small", 4, 40, 14, 54}};
+  ShapesTally tally;
+  add_shapes_caption(
+      tally, diagonal, words({"a", "red", "circle", "to", "the", "left", "of", "a", "blue", "square"}),
+      kGrid);
+  add_shapes_caption(tally, column, words({"a", "red", "circle", "above", "a", "blue", "square"}), kGrid);
+  add_shapes_caption(
+      tally, column, words({"a", "blue", "square", "to", "the", "left", "of", "a", "red", "circle"}), kGrid);
+  // Three objects: counted in the relations, not in the two-object split (circle above square: true).
+  add_shapes_caption(tally, objects(), words({"a", "red", "circle", "above", "a", "blue", "square"}), kGrid);
+
+  const ShapesScores scores = finish(tally);
+  EXPECT_EQ(scores.relations, 4);
+  EXPECT_DOUBLE_EQ(scores.relation_accuracy.value(), 3.0 / 4.0);
+  EXPECT_EQ(scores.pair_relations, 3);
+  EXPECT_DOUBLE_EQ(scores.pair_relation_accuracy.value(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(scores.pair_relation_room_baseline.value(), (1.0 + 0.0 + 0.0) / 3.0);
+}
+
 // "large" names the one large object (the blue square) and is scored as a size word: its peak
 // (0, 0), centre (8, 8), misses the square; "square" peaks at (3, 3), centre (56, 56): a hit.
 TEST(ShapesMetrics, SizeWordsPointApart) {
@@ -128,6 +158,8 @@ TEST(ShapesMetrics, EmptyTallyHasNoScoresNotZeros) {
   for (const auto& by_kind : scores.pointing_accuracy_by_kind) EXPECT_FALSE(by_kind.has_value());
   EXPECT_FALSE(scores.content_accuracy.has_value());
   EXPECT_FALSE(scores.relation_accuracy.has_value());
+  EXPECT_FALSE(scores.pair_relation_accuracy.has_value());
+  EXPECT_FALSE(scores.pair_relation_room_baseline.has_value());
   EXPECT_FALSE(scores.object_recall.has_value());
   EXPECT_EQ(
       describe(scores),
@@ -203,6 +235,9 @@ TEST(ShapesMetrics, DescribesTheScoresOnePerLine) {
   scores.objects = 1000;
   scores.relation_accuracy = 2.0 / 7.0;
   scores.relations = 7;
+  scores.pair_relation_accuracy = 0.5;
+  scores.pair_relation_room_baseline = 0.25;
+  scores.pair_relations = 4;
   scores.relation_choice_accuracy = 0.75;
   scores.relation_choices = 412;
   EXPECT_EQ(
@@ -212,6 +247,7 @@ TEST(ShapesMetrics, DescribesTheScoresOnePerLine) {
       "  content accuracy   0.8000  (513 object mentions)\n"
       "  object recall      0.2500  (1000 objects)\n"
       "  relation accuracy  0.2857  (7 relations)\n"
+      "    two objects      0.5000  (the first object's room alone 0.2500, 4 relations)\n"
       "  relation choice    0.7500  (chance 0.5000, 412 pairs)\n");
 }
 
