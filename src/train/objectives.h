@@ -85,6 +85,10 @@ struct HardAttentionOptions {
   double reinforce_weight = 0.1;  // lambda_r (the authors' code divides the reward by 10)
   double entropy_weight = 0.002;  // lambda_e (the authors' code)
   double baseline_decay = 0.9;    // b_k = decay * b_{k-1} + (1 - decay) * mean log p(y | s~, a)
+  // The first soft_epochs epochs every caption reads the expected context and nothing is sampled
+  // (soft attention's training), so REINFORCE starts from an attention that already spreads
+  // over the objects a word depends on.
+  int64_t soft_epochs = 0;
 };
 
 struct HardAttentionTerms {

@@ -85,6 +85,7 @@ TrainOptions train_options_from(const Config& config) {
   options.hard.entropy_weight = config.get<double>("train.hard.entropy_weight");
   options.hard.baseline_decay = config.get<double>("train.hard.baseline_decay");
   options.hard.baseline = config.get_parsed("train.hard.baseline", parse_hard_baseline);
+  options.hard.soft_epochs = config.get<int64_t>("train.hard.soft_epochs");
   options.xent_reduction = config.get_parsed("train.xent_reduction", parse_xent_reduction);
   options.log_every = config.get<int64_t>("train.log_every");
   options.max_steps_per_epoch = config.get<int64_t>("train.max_steps_per_epoch");
@@ -122,6 +123,7 @@ void validate(const TrainOptions& options) {
   require(
       options.hard.baseline_decay >= 0 && options.hard.baseline_decay < 1,
       "train.hard.baseline_decay must be in [0, 1)");
+  require(options.hard.soft_epochs >= 0, "train.hard.soft_epochs must be >= 0");
   require(options.log_every >= 1, "train.log_every must be >= 1");
   require(options.max_steps_per_epoch >= 0, "train.max_steps_per_epoch must be >= 0 (0 = whole split)");
   require(options.early_stopping_patience >= 0, "train.early_stopping_patience must be >= 0 (0 = never)");

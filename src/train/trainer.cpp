@@ -308,18 +308,22 @@ void Trainer::train_epoch(int64_t epoch) {
 
 torch::Tensor Trainer::xent_objective(const Batch& batch, StepLog& logged) {
   const auto device = setup_.placement.device;
-  // With hard attention's expectation baseline every caption is decoded twice: rows [0, B) sample
-  // their locations, rows [B, 2B) read the expected context and are the baseline of rows [0, B).
-  const bool paired = model_->decoder->options().attention_mode == AttentionMode::hard &&
-                      options_.hard.baseline == HardBaseline::expectation;
+  // Hard attention's soft epochs: every caption reads the expected context. After them, with the
+  // expectation baseline every caption is decoded twice: rows [0, B) sample their locations, rows
+  // [B, 2B) read the expected context and are the baseline of rows [0, B).
+  const bool hard_mode = model_->decoder->options().attention_mode == AttentionMode::hard;
+  const bool soft_epoch = hard_mode && state_.epoch < options_.hard.soft_epochs;
+  const bool paired = hard_mode && !soft_epoch && options_.hard.baseline == HardBaseline::expectation;
   const auto twice = [&](const torch::Tensor& x) { return paired ? torch::cat({x, x}) : x; };
   const auto tokens = twice(batch.tokens.to(device, /*non_blocking=*/true));
   // Inputs are <start> w1 .. wn, targets w1 .. wn <end>: the same row shifted by one.
   const auto inputs = tokens.slice(1, 0, -1);                                     // [B, T-1]
   const auto targets = tokens.slice(1, 1);                                        // [B, T-1]
   const auto steps = twice(batch.lengths.to(device, /*non_blocking=*/true) - 1);  // [B]
-  const auto expectation_rows =
-      paired ? torch::arange(steps.size(0), steps.options()) >= batch.size() : torch::Tensor();
+  const auto expectation_rows = paired ? torch::arange(steps.size(0), steps.options()) >= batch.size()
+                                : soft_epoch
+                                    ? torch::ones({batch.size()}, steps.options().dtype(torch::kBool))
+                                    : torch::Tensor();
   std::optional<SoftAttentionLoss> loss;
   std::optional<HardAttentionTerms> hard;
   {

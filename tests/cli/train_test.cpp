@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -271,6 +272,26 @@ TEST(Train, HardAttentionAgainstTheExpectationBaselineResumesExactly) {
       << refused.err;
   EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
   EXPECT_FALSE(std::filesystem::exists(work / "run"));
+}
+
+// Soft epochs first: nothing is sampled (REINFORCE's term is 0) until they end.
+TEST(Train, HardAttentionAfterSoftEpochsSamplesOnlyAfterThemAndResumesExactly) {
+  const std::vector<std::string> soft_first = {"decoder.attention.mode=hard", "train.hard.soft_epochs=1"};
+  TempDir work;
+  ASSERT_EQ(train_smoke(work.path(), soft_first).exit_code, 0);
+  std::map<int, int> rows, reinforced;
+  for (const auto& row : read_metrics(only_run(work.path()))) {
+    if (row.at("kind") != "train") continue;
+    const int epoch = std::stoi(row.at("epoch"));
+    ++rows[epoch];
+    reinforced[epoch] += std::stod(row.at("reinforce")) != 0.0;
+  }
+  ASSERT_GT(rows[1], 0);
+  ASSERT_GT(rows[2], 0);
+  EXPECT_EQ(reinforced[1], 0);
+  EXPECT_GT(reinforced[2], 0);
+  // A run of its soft epochs alone, resumed into the hard ones, continues exactly.
+  expect_exact_resume(soft_first);
 }
 
 TEST(Train, LocalAttentionTrainsResumesExactlyAndDecodesWithBeamsAndOverlays) {
