@@ -14,6 +14,32 @@ Json image_id_json(const std::string& id) {
   return Json(id);
 }
 
+// The shapes world's scores, each with its count (pointing_color_accuracy, pointing_color_words ...).
+Json shapes_scores_json(const ShapesScores& shapes) {
+  Json shapes_json = Json::object(
+      {{"pointing_accuracy", Json::number_or_null(shapes.pointing_accuracy)},
+       {"pointing_baseline", Json::number_or_null(shapes.pointing_baseline)},
+       {"pointing_words", shapes.pointing_words},
+       {"content_accuracy", Json::number_or_null(shapes.content_accuracy)},
+       {"object_mentions", shapes.object_mentions},
+       {"object_recall", Json::number_or_null(shapes.object_recall)},
+       {"objects", shapes.objects},
+       {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
+       {"relations", shapes.relations},
+       {"pair_relation_accuracy", Json::number_or_null(shapes.pair_relation_accuracy)},
+       {"pair_relation_room_baseline", Json::number_or_null(shapes.pair_relation_room_baseline)},
+       {"pair_relations", shapes.pair_relations},
+       {"relation_choice_accuracy", Json::number_or_null(shapes.relation_choice_accuracy)},
+       {"relation_choices", shapes.relation_choices},
+       {"relation_choice_chance", kRelationChoiceChance}});
+  for (size_t kind = 0; kind < kPointingWordKinds; ++kind) {
+    const std::string prefix = std::string("pointing_") + to_string(static_cast<PointingWordKind>(kind));
+    shapes_json.set(prefix + "_accuracy", Json::number_or_null(shapes.pointing_accuracy_by_kind[kind]));
+    shapes_json.set(prefix + "_words", shapes.pointing_words_by_kind[kind]);
+  }
+  return shapes_json;
+}
+
 }  // namespace
 
 void write_split_results(const std::filesystem::path& results_dir, const SplitResults& results) {
@@ -68,32 +94,7 @@ void write_split_results(const std::filesystem::path& results_dir, const SplitRe
                           {"mbleu4", Json::number_or_null(diversity.mbleu4)},
                           {"n_best_images", diversity.n_best_images}}));
   }
-  if (results.shapes) {
-    const ShapesScores& shapes = *results.shapes;
-    Json shapes_json = Json::object(
-        {{"pointing_accuracy", Json::number_or_null(shapes.pointing_accuracy)},
-         {"pointing_baseline", Json::number_or_null(shapes.pointing_baseline)},
-         {"pointing_words", shapes.pointing_words},
-         {"content_accuracy", Json::number_or_null(shapes.content_accuracy)},
-         {"object_mentions", shapes.object_mentions},
-         {"object_recall", Json::number_or_null(shapes.object_recall)},
-         {"objects", shapes.objects},
-         {"relation_accuracy", Json::number_or_null(shapes.relation_accuracy)},
-         {"relations", shapes.relations},
-         {"pair_relation_accuracy", Json::number_or_null(shapes.pair_relation_accuracy)},
-         {"pair_relation_room_baseline", Json::number_or_null(shapes.pair_relation_room_baseline)},
-         {"pair_relations", shapes.pair_relations},
-         {"relation_choice_accuracy", Json::number_or_null(shapes.relation_choice_accuracy)},
-         {"relation_choices", shapes.relation_choices},
-         {"relation_choice_chance", kRelationChoiceChance}});
-    for (size_t kind = 0; kind < kPointingWordKinds;
-         ++kind) {  // pointing_color_accuracy, pointing_color_words ...
-      const std::string prefix = std::string("pointing_") + to_string(static_cast<PointingWordKind>(kind));
-      shapes_json.set(prefix + "_accuracy", Json::number_or_null(shapes.pointing_accuracy_by_kind[kind]));
-      shapes_json.set(prefix + "_words", shapes.pointing_words_by_kind[kind]);
-    }
-    report.set("shapes", std::move(shapes_json));
-  }
+  if (results.shapes) report.set("shapes", shapes_scores_json(*results.shapes));
   report.set("per_image", per_image);
   std::filesystem::create_directories(results_dir);
   write_json_file(results_dir / (results.split + ".json"), captions, 2);
