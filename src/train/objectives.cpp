@@ -20,7 +20,9 @@ const EnumNames<HardReward> kHardRewardNames(
 
 const EnumNames<HardBaseline> kHardBaselineNames(
     "hard-attention baseline",
-    {{HardBaseline::moving_average, "moving_average"}, {HardBaseline::expectation, "expectation"}});
+    {{HardBaseline::moving_average, "moving_average"},
+     {HardBaseline::expectation, "expectation"},
+     {HardBaseline::mean, "mean"}});
 
 XentReduction parse_xent_reduction(const std::string& name) {
   return kXentReductionNames.parse(name);
@@ -113,6 +115,16 @@ torch::Tensor to_go_advantages(const torch::Tensor& word_rewards, const torch::T
 }
 
 }  // namespace
+
+torch::Tensor mean_of_other_samples(const torch::Tensor& word_log_likelihood, int64_t samples) {
+  TORCH_CHECK(
+      samples >= 2 && word_log_likelihood.size(0) % samples == 0,
+      "the mean of the other samples needs N >= 2 ", "samples of the same captions, got ",
+      word_log_likelihood.size(0), " rows for N = ", samples);
+  const auto by_sample = word_log_likelihood.reshape({samples, -1});  // [N, B T]
+  const auto others = (by_sample.sum(0, /*keepdim=*/true) - by_sample) / static_cast<double>(samples - 1);
+  return others.reshape(word_log_likelihood.sizes());
+}
 
 HardAttentionTerms hard_attention_terms(
     const torch::Tensor& word_log_likelihood,

@@ -5,12 +5,14 @@
 //     lambda * sum_i (1 - sum_t alpha_ti)^2
 // which pushes the model to attend to every location over the course of the caption.
 // Hard attention (Sec. 4.1, eq. 10-12): the locations s are sampled, and the gradient of the
-// variational bound L_s = sum_s p(s | a) log p(y | s, a) is estimated from one sample per caption:
+// variational bound L_s = sum_s p(s | a) log p(y | s, a) is estimated from N samples per caption
+// (HardAttentionOptions::samples; each a row of the batch), averaging
 //     d log p(y | s~, a) + lambda_r (log p(y | s~, a) - b) d log p(s~ | a) + lambda_e d H[s~]
 // with b a moving average of the reward log p(y | s~, a) (or, at the authors' code's scale, of its
 // mean per word: HardReward; HardReward::to_go credits each location only with its word and those
 // after it, which it can change, a lower-variance estimate of the same gradient), or the same
-// caption's log-likelihood read with the expected context (HardBaseline::expectation). The first term is the
+// caption's log-likelihood read with the expected context (HardBaseline::expectation), or the mean of
+// the caption's other location samples (HardBaseline::mean, N >= 2 samples). The first term is the
 // cross-entropy's gradient (the context of the sampled locations); hard_attention_terms() gives the two
 // others as a surrogate loss whose gradient they are. Captions that read the expected context (the paper does
 // so for half of them) add no REINFORCE term, as their context is soft.
@@ -75,6 +77,10 @@ enum class HardBaseline {
   // both ways (Rennie et al. 2017's self-critical baseline, with the expectation as the test-time
   // reading's stand-in).
   expectation,
+  // the mean of the same caption's other samples (train.hard.samples >= 2), word by word: each
+  // caption is decoded with that many independently sampled sets of locations, and a sample's
+  // words are measured against the others' (Kool et al. 2019's leave-one-out baseline; b is 0).
+  mean,
 };
 HardBaseline parse_hard_baseline(const std::string& name);
 std::string to_string(HardBaseline baseline);
@@ -89,6 +95,9 @@ struct HardAttentionOptions {
   // (soft attention's training), so REINFORCE starts from an attention that already spreads
   // over the objects a word depends on.
   int64_t soft_epochs = 0;
+  // N, the location samples drawn per caption (eq. 11's Monte Carlo average over N samples): the
+  // trainer decodes every caption N times and the terms average over all N B of them.
+  int64_t samples = 1;
 };
 
 struct HardAttentionTerms {
@@ -106,8 +115,9 @@ struct HardAttentionTerms {
 // alphas  [B, T, L] or [B, T, heads, L]; weights: the same shape, one-hot where sampled
 // expectation_rows [B] bool or undefined; lengths [B]; baseline b (nullopt: the batch's own mean
 // reward, for the first step).
-// baseline_word_log_likelihood [B, T], given with HardBaseline::expectation: each row's baseline
-// word by word (the same caption reading the expected context), in place of b.
+// baseline_word_log_likelihood [B, T], given with HardBaseline::expectation or mean: each row's
+// baseline word by word (the same caption reading the expected context, or its other samples'
+// mean), in place of b.
 HardAttentionTerms hard_attention_terms(
     const torch::Tensor& word_log_likelihood,
     const torch::Tensor& alphas,
@@ -117,6 +127,10 @@ HardAttentionTerms hard_attention_terms(
     std::optional<double> baseline,
     const HardAttentionOptions& options,
     const torch::Tensor& baseline_word_log_likelihood = {});
+
+// word_log_likelihood [N B, T]: N samples of the same B captions, sample n in rows [n B, (n+1) B).
+// Each row's mean over the other N - 1 samples of its caption: HardBaseline::mean's baseline.
+torch::Tensor mean_of_other_samples(const torch::Tensor& word_log_likelihood, int64_t samples);
 
 // [B, T] float mask, 1 where t < lengths[b].
 torch::Tensor step_mask(const torch::Tensor& lengths, int64_t steps);

@@ -86,6 +86,7 @@ TrainOptions train_options_from(const Config& config) {
   options.hard.baseline_decay = config.get<double>("train.hard.baseline_decay");
   options.hard.baseline = config.get_parsed("train.hard.baseline", parse_hard_baseline);
   options.hard.soft_epochs = config.get<int64_t>("train.hard.soft_epochs");
+  options.hard.samples = config.get<int64_t>("train.hard.samples");
   options.xent_reduction = config.get_parsed("train.xent_reduction", parse_xent_reduction);
   options.log_every = config.get<int64_t>("train.log_every");
   options.max_steps_per_epoch = config.get<int64_t>("train.max_steps_per_epoch");
@@ -124,6 +125,15 @@ void validate(const TrainOptions& options) {
       options.hard.baseline_decay >= 0 && options.hard.baseline_decay < 1,
       "train.hard.baseline_decay must be in [0, 1)");
   require(options.hard.soft_epochs >= 0, "train.hard.soft_epochs must be >= 0");
+  require(options.hard.samples >= 1, "train.hard.samples must be >= 1");
+  require(
+      options.hard.samples >= 2 || options.hard.baseline != HardBaseline::mean,
+      "train.hard.baseline=mean needs train.hard.samples >= 2 (the mean of a caption's other samples)");
+  require(
+      options.hard.samples == 1 || options.hard.baseline != HardBaseline::expectation,
+      "train.hard.baseline=expectation decodes every caption once sampled and once reading the expected "
+      "context, so it cannot go with train.hard.samples=" +
+          std::to_string(options.hard.samples));
   require(options.log_every >= 1, "train.log_every must be >= 1");
   require(options.max_steps_per_epoch >= 0, "train.max_steps_per_epoch must be >= 0 (0 = whole split)");
   require(options.early_stopping_patience >= 0, "train.early_stopping_patience must be >= 0 (0 = never)");

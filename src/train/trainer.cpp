@@ -308,18 +308,23 @@ void Trainer::train_epoch(int64_t epoch) {
 
 torch::Tensor Trainer::xent_objective(const Batch& batch, StepLog& logged) {
   const auto device = setup_.placement.device;
-  // Hard attention's soft epochs: every caption reads the expected context. After them, with the
-  // expectation baseline every caption is decoded twice: rows [0, B) sample their locations, rows
-  // [B, 2B) read the expected context and are the baseline of rows [0, B).
+  // Hard attention's soft epochs: every caption reads the expected context. After them every
+  // caption is decoded `copies` times, rows [k B, (k+1) B) the k-th: with the expectation baseline
+  // twice, rows [0, B) sampling their locations and rows [B, 2B) reading the expected context as
+  // their baseline; otherwise train.hard.samples times, each sampling its own.
   const bool hard_mode = model_->decoder->options().attention_mode == AttentionMode::hard;
   const bool soft_epoch = hard_mode && state_.epoch < options_.hard.soft_epochs;
-  const bool paired = hard_mode && !soft_epoch && options_.hard.baseline == HardBaseline::expectation;
-  const auto twice = [&](const torch::Tensor& x) { return paired ? torch::cat({x, x}) : x; };
-  const auto tokens = twice(batch.tokens.to(device, /*non_blocking=*/true));
+  const bool sampling = hard_mode && !soft_epoch;
+  const bool paired = sampling && options_.hard.baseline == HardBaseline::expectation;
+  const int64_t copies = paired ? 2 : sampling ? options_.hard.samples : 1;
+  const auto repeated = [&](const torch::Tensor& x) {
+    return copies == 1 ? x : torch::cat(std::vector<torch::Tensor>(static_cast<size_t>(copies), x));
+  };
+  const auto tokens = repeated(batch.tokens.to(device, /*non_blocking=*/true));
   // Inputs are <start> w1 .. wn, targets w1 .. wn <end>: the same row shifted by one.
-  const auto inputs = tokens.slice(1, 0, -1);                                     // [B, T-1]
-  const auto targets = tokens.slice(1, 1);                                        // [B, T-1]
-  const auto steps = twice(batch.lengths.to(device, /*non_blocking=*/true) - 1);  // [B]
+  const auto inputs = tokens.slice(1, 0, -1);                                        // [B, T-1]
+  const auto targets = tokens.slice(1, 1);                                           // [B, T-1]
+  const auto steps = repeated(batch.lengths.to(device, /*non_blocking=*/true) - 1);  // [B]
   const auto expectation_rows = paired ? torch::arange(steps.size(0), steps.options()) >= batch.size()
                                 : soft_epoch
                                     ? torch::ones({batch.size()}, steps.options().dtype(torch::kBool))
@@ -328,17 +333,20 @@ torch::Tensor Trainer::xent_objective(const Batch& batch, StepLog& logged) {
   std::optional<HardAttentionTerms> hard;
   {
     const Autocast autocast(setup_.placement);  // the forward pass and the objective; backward outside
-    const auto annotations = twice(annotations_of(*model_, batch, *train_set_, train_features_.get()));
+    const auto annotations = repeated(annotations_of(*model_, batch, *train_set_, train_features_.get()));
     const DecoderOutput output =
         model_->decoder->forward(annotations, inputs, steps, {}, HardRead::argmax, expectation_rows);
     loss = soft_attention_loss(
         output.logits, targets, steps, output.alphas, options_.alpha_reg, options_.xent_reduction);
     if (output.weights.defined()) {
       const auto word_log_likelihood = -loss->word_nll;  // [B, T]
+      const auto baseline_words = paired ? word_log_likelihood.roll(batch.size(), 0)
+                                  : sampling && options_.hard.baseline == HardBaseline::mean
+                                      ? mean_of_other_samples(word_log_likelihood, copies)
+                                      : torch::Tensor();
       hard = hard_attention_terms(
           word_log_likelihood, output.alphas, output.weights, output.expectation_rows, steps,
-          state_.reinforce_baseline, options_.hard,
-          paired ? word_log_likelihood.roll(batch.size(), 0) : torch::Tensor());
+          state_.reinforce_baseline, options_.hard, baseline_words);
     }
   }
   torch::Tensor total = hard ? loss->total + hard->loss : loss->total;

@@ -274,6 +274,32 @@ TEST(Train, HardAttentionAgainstTheExpectationBaselineResumesExactly) {
   EXPECT_FALSE(std::filesystem::exists(work / "run"));
 }
 
+// Every caption decoded with two location samples, each measured against the other.
+TEST(Train, HardAttentionWithSeveralSamplesPerCaptionResumesExactly) {
+  const std::vector<std::string> two_samples = {
+      "decoder.attention.mode=hard", "train.hard.samples=2", "train.hard.baseline=mean"};
+  expect_exact_resume(two_samples);
+  TempDir work;
+  const auto refused = [&](const std::string& samples, const std::string& baseline) {
+    const auto result = train_smoke(
+        work.path(),
+        {"decoder.attention.mode=hard", samples, baseline, "run.dir=" + (work / "run").string()});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(work / "run"));
+    return result.err;
+  };
+  EXPECT_NE(
+      refused("train.hard.samples=1", "train.hard.baseline=mean")
+          .find("train.hard.baseline=mean needs train.hard.samples >= 2"),
+      std::string::npos);
+  EXPECT_NE(
+      refused("train.hard.samples=3", "train.hard.baseline=expectation")
+          .find("train.hard.baseline=expectation decodes every caption once sampled and once reading the "
+                "expected context, so it cannot go with train.hard.samples=3"),
+      std::string::npos);
+}
+
 // Soft epochs first: nothing is sampled (REINFORCE's term is 0) until they end.
 TEST(Train, HardAttentionAfterSoftEpochsSamplesOnlyAfterThemAndResumesExactly) {
   const std::vector<std::string> soft_first = {"decoder.attention.mode=hard", "train.hard.soft_epochs=1"};
