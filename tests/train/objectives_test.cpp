@@ -292,7 +292,6 @@ TEST(HardAttentionTerms, MeanOfOtherSamplesRemovesTheCaptionsOwnNoise) {
   HardAttentionOptions options;
   options.reinforce_weight = 1.0;
   options.entropy_weight = 0.0;
-  options.samples = samples;
   const auto error = [&](const torch::Tensor& baseline_words) {
     sampled.logits.mutable_grad() = torch::Tensor();
     const auto alphas = torch::softmax(sampled.logits, 0).expand({rows, 1, 3});
