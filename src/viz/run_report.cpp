@@ -165,11 +165,12 @@ std::string shapes_row(const Json& scores) {
       pointing_by_word_cell(*shapes);
   for (const auto& [ratio, count] :
        {std::pair{"content_accuracy", "object_mentions"}, std::pair{"object_recall", "objects"},
-        std::pair{"relation_accuracy", "relations"},
-        std::pair{"relation_choice_accuracy", "relation_choices"}}) {
+        std::pair{"relation_accuracy", "relations"}, std::pair{"pair_relation_accuracy", "pair_relations"}}) {
     row += number_cell(json_number(*shapes, ratio), 3) + count_cell(*shapes, count);
   }
-  return row + "</tr>\n";
+  return row + number_cell(json_number(*shapes, "pair_relation_room_baseline"), 3) +
+         number_cell(json_number(*shapes, "relation_choice_accuracy"), 3) +
+         count_cell(*shapes, "relation_choices") + "</tr>\n";
 }
 
 std::string shapes_section(const std::vector<std::pair<std::string, Json>>& split_scores) {
@@ -182,12 +183,15 @@ std::string shapes_section(const std::vector<std::pair<std::string, Json>>& spli
          "colour / shape / size</th>"
          "<th>content accuracy</th><th>object mentions</th><th>object "
          "recall</th><th>objects</th><th>relation "
-         "accuracy</th><th>relations</th><th>relation choice</th><th>pairs</th></tr>\n" +
+         "accuracy</th><th>relations</th><th>two objects</th><th>relations</th><th>first object's "
+         "room</th><th>relation choice</th><th>pairs</th></tr>\n" +
          rows +
          "</table>\n<p class=\"note\">Pointing game: share of generated object words whose attention peak "
          "lies in that object's box, and the same for each kind of word. Object recall: share of the images' "
          "objects a caption names with "
-         "their colour and shape. Relation choice: share of true relations the model finds more probable "
+         "their colour and shape. Two objects: relation accuracy in images of exactly two objects, beside "
+         "what the first object's position alone would state right there (the relation toward its side "
+         "with the most room). Relation choice: share of true relations the model finds more probable "
          "than the same caption with the two objects swapped (chance 0.5).</p>\n</section>\n";
 }
 

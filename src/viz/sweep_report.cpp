@@ -49,6 +49,8 @@ constexpr ComparedNumber kComparedNumbers[] = {
     {"object_recall", "recall", "shapes", 3},
     {"relation_accuracy", "relations", "shapes", 3},
     {"relations", "stated", "shapes", 0},
+    {"pair_relation_accuracy", "two objects", "shapes", 3},
+    {"pair_relation_room_baseline", "first object's room", "shapes", 3},
     {"relation_choice_accuracy", "relation choice", "shapes", 3},
     {"pointing_accuracy", "pointing", "shapes", 3},
     {"pointing_baseline", "random pointing", "shapes", 3},
@@ -148,8 +150,10 @@ const char* const kComparisonLegend =
     "Test split, each job's best checkpoint (results/test_scores.json). Runs are the jobs alike but for "
     "their seed; a cell is the mean over the seeds, ± their sample standard deviation where they differ. "
     "content: share of named objects that are in the image; recall: share of the images' objects named; "
-    "relations: share of stated relations that hold, of `stated` per split; relation choice: share of true "
-    "relations the model finds more probable than the swapped ones (chance 0.5); pointing: share of object "
+    "relations: share of stated relations that hold, of `stated` per split; two objects: the same in images "
+    "of exactly two objects, beside what the first object's position alone would state right there (first "
+    "object's room); relation choice: share of true relations the model finds more probable than the "
+    "swapped ones (chance 0.5); pointing: share of object "
     "words whose attention peak lies in the object's box, beside a random cell's; train images/s: the median "
     "of the logged training rates.";
 

@@ -135,7 +135,7 @@ TEST(RunReport, HoldsMetricsCurvesSamplesAndConfigInline) {
   EXPECT_FALSE(contains(html, "Hard attention"));  // a soft-attention run has no REINFORCE curves
 }
 
-TEST(RunReport, ShapesScoresShowThePointingGameByKindOfWord) {
+TEST(RunReport, ShapesScoresShowThePointingGameByKindOfWordAndTwoObjectRelations) {
   TempDir dir;
   const auto run = dir / "run";
   make_run_folder(run);
@@ -145,6 +145,9 @@ TEST(RunReport, ShapesScoresShowThePointingGameByKindOfWord) {
   shapes.pointing_words = 8;
   shapes.pointing_accuracy_by_kind = {0.5, 1.0, std::nullopt};  // colour, shape, size
   shapes.pointing_words_by_kind = {4, 4, 0};
+  shapes.pair_relation_accuracy = 0.875;
+  shapes.pair_relations = 8;
+  shapes.pair_relation_room_baseline = 0.625;
   test.shapes = shapes;
   write_split_results(run / "results", test);
   write_run_report(run);
@@ -152,6 +155,10 @@ TEST(RunReport, ShapesScoresShowThePointingGameByKindOfWord) {
   EXPECT_TRUE(contains(html, "<th>by word: colour / shape / size</th>")) << html;
   EXPECT_TRUE(contains(html, "<td class=\"number\">0.750</td>")) << html;
   EXPECT_TRUE(contains(html, "<td class=\"number\">0.500 / 1.000 / -</td>")) << html;
+  EXPECT_TRUE(contains(html, "<th>two objects</th><th>relations</th><th>first object's room</th>")) << html;
+  EXPECT_TRUE(contains(
+      html, "<td class=\"number\">0.875</td><td class=\"number\">8</td><td class=\"number\">0.625</td>"))
+      << html;
 }
 
 TEST(RunReport, HardAttentionRunsChartTheirReinforceTerms) {
@@ -319,6 +326,10 @@ void make_compared_job(
     shapes.pointing_accuracy = pointing;
     shapes.pointing_baseline = 0.07;
     shapes.relations = relations;
+    if (relations > 0) {
+      shapes.pair_relation_accuracy = static_cast<double>(relations) / 1000;
+      shapes.pair_relation_room_baseline = 0.25;
+    }
     test.shapes = shapes;
   }
   test.parameters = 847397;
@@ -342,19 +353,21 @@ TEST(SweepComparison, AveragesEachRunOverItsSeeds) {
   const SweepComparison comparison = write_sweep_report(sweep);
   // Columns no job has (content, recall, ...: null in the scores) are left out.
   EXPECT_EQ(
-      comparison.header, (std::vector<std::string>{
-                             "run", "seeds", "BLEU-4", "CIDEr-D", "stated", "pointing", "random pointing",
-                             "train images/s", "parameters"}));
+      comparison.header,
+      (std::vector<std::string>{
+          "run", "seeds", "BLEU-4", "CIDEr-D", "stated", "two objects", "first object's room", "pointing",
+          "random pointing", "train images/s", "parameters"}));
   ASSERT_EQ(comparison.rows.size(), 2u);
-  // Means 0.65, 340, 0.75, 109; sample standard deviations sqrt(2 * 0.05^2) = 0.0707,
-  // sqrt(2 * 10^2) = 14.1, sqrt(2 * 1^2) = 1.41; equal values have none.
+  // Means 0.65, 340, 0.34, 0.75, 109; sample standard deviations sqrt(2 * 0.05^2) = 0.0707,
+  // sqrt(2 * 10^2) = 14.1, sqrt(2 * 0.01^2) = 0.0141, sqrt(2 * 1^2) = 1.41; equal values have none.
   EXPECT_EQ(
       comparison.rows[0], (std::vector<std::string>{
-                              "experiment=a", "0, 1", "0.650 ± 0.071", "5.00", "340 ± 14", "0.750 ± 0.071",
-                              "0.070", "109 ± 1", "847397"}));
+                              "experiment=a", "0, 1", "0.650 ± 0.071", "5.00", "340 ± 14", "0.340 ± 0.014",
+                              "0.250", "0.750 ± 0.071", "0.070", "109 ± 1", "847397"}));
   EXPECT_EQ(
       comparison.rows[1],
-      (std::vector<std::string>{"experiment=b", "0", "0.500", "5.00", "n/a", "n/a", "n/a", "50", "847397"}));
+      (std::vector<std::string>{
+          "experiment=b", "0", "0.500", "5.00", "n/a", "n/a", "n/a", "n/a", "n/a", "50", "847397"}));
   EXPECT_EQ(comparison.unfinished, (std::vector<int>{3}));
   ASSERT_EQ(comparison.jobs.size(), 3u);
   EXPECT_EQ(comparison.jobs[1][0], "1");
