@@ -123,8 +123,9 @@ void expect_steps_reproduce(
                                   " b=" + std::to_string(b) + " t=" + std::to_string(t);
         EXPECT_LT(max_diff(step.logits[b], forward.logits[b][t]), logit_tolerance) << where;
         EXPECT_LT(max_diff(step.alpha[b], forward.alphas[b][t]), alpha_tolerance) << where;
-        if (forward.gates.defined())
+        if (forward.gates.defined()) {
           EXPECT_LT(max_diff(step.gate[b], forward.gates[b][t]), alpha_tolerance) << where;
+        }
       }
     }
   }
